@@ -1,0 +1,78 @@
+# vbts: plain make.  `make` builds everything into $(BUILD)/.
+#   make demo     install what is missing, build, trace a bundled stub
+#   make test     install what is missing, run every test (unit + end-to-end)
+#   make check    the same tests on an ASan+UBSan build
+#   make install PREFIX=DIR
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+SANFLAGS ?=
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include $(SANFLAGS)
+LDFLAGS += -pthread $(SANFLAGS)
+NASM    ?= nasm
+
+VMM_SRC   := $(filter-out vmm/main.c,$(wildcard vmm/*.c))
+VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o)
+DEC_SRC   := $(wildcard decoder/lib/*.c)
+DEC_OBJ   := $(DEC_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC  := $(wildcard tests/unit/*.c)
+UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/%.o)
+STUB_SRC  := $(wildcard guest-stub/*.asm)
+STUB_BIN  := $(STUB_SRC:guest-stub/%.asm=$(BUILD)/guest-stub/%.bin)
+STUB_INC  := $(wildcard guest-stub/include/*.inc)
+
+all: $(BUILD)/vbts $(BUILD)/vbts-decode stubs
+
+stubs: $(STUB_BIN)
+
+$(BUILD)/%.o: %.c $(wildcard include/vbts/*.h vmm/*.h decoder/include/vbts/*.h decoder/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -c $< -o $@
+
+$(BUILD)/libvmm.a: $(VMM_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/vbts: $(BUILD)/vmm/main.o $(BUILD)/libvmm.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lZydis -lelf
+
+$(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/libvbtsdecode.a
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion -lZydis -lelf -lelf
+
+# Flat multiboot images (a.out kludge) and a symbol map for the test tools.
+$(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
+	@mkdir -p $(dir $@)
+	$(NASM) -f bin -Iguest-stub/include/ -DMAPFILE='"$(BUILD)/guest-stub/$*.map"' -o $@ $<
+
+deps:
+	@tests/deps.sh
+
+tests: all $(BUILD)/tests/unit-tests
+
+test: deps
+	$(MAKE) tests
+	@BUILD=$(BUILD) tests/run
+
+check: deps
+	$(MAKE) BUILD=build-san SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" CFLAGS="-O1 -g" tests
+	@BUILD=build-san tests/run
+
+demo: deps
+	$(MAKE) all
+	@scripts/demo.sh $(BUILD)
+
+install: $(BUILD)/vbts $(BUILD)/vbts-decode
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all stubs deps tests test check demo install clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* vbts: run a guest in a tiny KVM monitor and record its branch trace. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iobus.h"
+#include "kvm.h"
+#include "loader.h"
+#include "options.h"
+#include "trace.h"
+
+#define COM1_BASE       0x3f8
+#define DEBUG_EXIT_PORT 0xf4
+#define TRACE_BUF_RECORDS (64u * 1024)
+
+static const char usage[] =
+    "usage: vbts [options] GUEST\n"
+    "Run GUEST (a multiboot v1 kernel: ELF32 or a.out kludge) in a KVM virtual\n"
+    "machine and optionally record every taken branch as Intel BTS records.\n"
+    "\n"
+    "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
+    "  -a, --append CMDLINE  kernel command line passed in the multiboot info\n"
+    "  -t, --trace FILE      record the branch trace into FILE (docs/format.md)\n"
+    "      --kvm PATH        KVM device (default /dev/kvm)\n"
+    "  -q, --quiet           no trace summary on stderr\n"
+    "  -h, --help            this text\n"
+    "      --version         print the version\n"
+    "\n"
+    "The guest's COM1 (8250 at 0x3f8) goes to stdout.  Writing V to port 0xf4\n"
+    "ends the run with status (V<<1)|1, like QEMU's isa-debug-exit.\n"
+    "Exit status: 0 guest halted or powered off; (V<<1)|1 debug-exit;\n"
+    "2 guest crashed (triple fault, instruction the host cannot run);\n"
+    "125 the monitor failed (bad option or image, no KVM, trace not written);\n"
+    "130 interrupted by a signal.\n";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("vbts: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(VBTS_EXIT_MONITOR);
+}
+
+struct signal_ctx {
+    struct vm *vm;
+    sigset_t set;
+};
+
+/* Signals arrive here, on a thread of their own, so ending the VM may lock. */
+static void *signal_thread(void *arg)
+{
+    struct signal_ctx *c = arg;
+    for (;;) {
+        int sig;
+        if (sigwait(&c->set, &sig) != 0)
+            continue;
+        if (vm_ending(c->vm))
+            return NULL;
+        vm_request_end(c->vm, VM_END_SIGNAL, 128 + sig, "interrupted by signal %d", sig);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    struct vbts_options o;
+    char err[VBTS_MAX_MSG];
+    switch (options_parse(&o, argc, argv, err, sizeof(err))) {
+    case OPT_HELP:
+        fputs(usage, stdout);
+        return 0;
+    case OPT_VERSION:
+        printf("vbts %d.%d (trace format %d.%d)\n", VBTS_VERSION_MAJOR, VBTS_VERSION_MINOR,
+               VBTS_VERSION_MAJOR, VBTS_VERSION_MINOR);
+        return 0;
+    case OPT_ERROR:
+        fprintf(stderr, "vbts: %s\n", err);
+        fputs("Try 'vbts --help' for more information.\n", stderr);
+        return VBTS_EXIT_MONITOR;
+    default:
+        break;
+    }
+
+    uint8_t *image;
+    size_t image_size;
+    if (loader_read_file(o.guest, &image, &image_size) < 0)
+        die("%s", vbts_last_error());
+    if (!loader_is_multiboot(image, image_size))
+        die("%s: not a multiboot image (no multiboot header in the first 8192 bytes)", o.guest);
+    if (image_size > o.memory)
+        die("%s: image (%zu bytes) is larger than guest memory (--memory %" PRIu64 " bytes)",
+            o.guest, image_size, o.memory);
+
+    struct vm vm = { 0 };
+    pthread_mutex_init(&vm.end_lock, NULL);
+    struct iobus io = { 0 };
+    vm.io = &io;
+    if (kvm_vm_create(&vm, o.kvm_path, o.memory, 1) < 0)
+        die("%s", vbts_last_error());
+
+    struct boot_info bi;
+    if (loader_multiboot(&vm.mem, image, image_size, o.append, &bi) < 0)
+        die("%s: %s", o.guest, vbts_last_error());
+    free(image);
+    if (kvm_x86_enter_protected32(&vm.vcpus[0], bi.entry, MB_BOOT_MAGIC, bi.mbi) < 0)
+        die("%s", vbts_last_error());
+    if (serial8250_register(&io, COM1_BASE, STDOUT_FILENO) < 0 ||
+        debug_exit_register(&io, DEBUG_EXIT_PORT) < 0)
+        die("%s", vbts_last_error());
+
+    if (o.trace) {
+        vm.sink = trace_sink_open(o.trace, vm.ncpus);
+        if (!vm.sink)
+            die("%s", vbts_last_error());
+        for (int i = 0; i < vm.ncpus; i++) {
+            vm.vcpus[i].trace = trace_vcpu_new(vm.sink, &vm.vcpus[i], TRACE_BUF_RECORDS);
+            if (!vm.vcpus[i].trace)
+                die("%s", vbts_last_error());
+        }
+    }
+
+    struct signal_ctx sc = { .vm = &vm };
+    sigemptyset(&sc.set);
+    sigaddset(&sc.set, SIGINT);
+    sigaddset(&sc.set, SIGTERM);
+    sigaddset(&sc.set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    pthread_t sig_tid;
+    pthread_create(&sig_tid, NULL, signal_thread, &sc);
+
+    double t0 = now_s();
+    int status = vcpu_run_all(&vm);
+    double elapsed = now_s() - t0;
+    pthread_kill(sig_tid, SIGTERM);
+    pthread_join(sig_tid, NULL);
+
+    enum vm_end end = atomic_load(&vm.end);
+    if (end == VM_END_CRASH || end == VM_END_MONITOR || end == VM_END_SIGNAL)
+        fprintf(stderr, "vbts: %s\n", vm.end_msg);
+
+    if (vm.sink) {
+        uint64_t branches = 0, steps = 0;
+        for (int i = 0; i < vm.ncpus; i++) {
+            branches += vm.vcpus[i].trace->branches;
+            steps += vm.vcpus[i].trace->steps;
+        }
+        if (trace_sink_close(vm.sink) < 0) {
+            fprintf(stderr, "vbts: %s (the trace is incomplete)\n", vbts_last_error());
+            status = VBTS_EXIT_MONITOR;
+        } else if (!o.quiet) {
+            fprintf(stderr, "vbts: trace %s: %" PRIu64 " branches, %" PRIu64
+                    " steps in %.3f s (%.0f branches/s, %.2f steps/branch)\n", o.trace,
+                    branches, steps, elapsed, elapsed > 0 ? branches / elapsed : 0.0,
+                    branches ? (double)steps / branches : 0.0);
+        }
+        for (int i = 0; i < vm.ncpus; i++)
+            trace_vcpu_free(vm.vcpus[i].trace);
+    }
+    kvm_vm_destroy(&vm);
+    return status;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_MEMORY (2ull << 20)      /* images load at 1 MiB */
+#define MAX_MEMORY (1ull << 40)      /* 1 TiB: beyond any guest this host can back */
+
+int options_parse_size(const char *s, uint64_t *bytes)
+{
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (*end == 'i' && shift)
+        end++;
+    if ((*end == 'B' || *end == 'b') && end[1] == '\0')
+        end++;
+    if (*end || (shift && v > (~0ull >> shift)))
+        return -1;
+    *bytes = v << shift;
+    return 0;
+}
+
+enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
+                              char *err, size_t errlen)
+{
+    enum { OPT_KVM = 256, OPT_VERSION_ };
+    static const struct option longopts[] = {
+        { "memory", required_argument, NULL, 'm' },
+        { "append", required_argument, NULL, 'a' },
+        { "trace", required_argument, NULL, 't' },
+        { "kvm", required_argument, NULL, OPT_KVM },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, OPT_VERSION_ },
+        { 0 },
+    };
+    *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm" };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:m:a:t:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if (options_parse_size(optarg, &o->memory) < 0) {
+                snprintf(err, errlen, "--memory: invalid size '%s' (use e.g. 64M or 2G)", optarg);
+                return OPT_ERROR;
+            }
+            if (o->memory < MIN_MEMORY || o->memory > MAX_MEMORY) {
+                snprintf(err, errlen, "--memory: %s is out of range (2M to 1T)", optarg);
+                return OPT_ERROR;
+            }
+            break;
+        case 'a': o->append = optarg; break;
+        case 't':
+            if (!*optarg) {
+                snprintf(err, errlen, "--trace: empty file name");
+                return OPT_ERROR;
+            }
+            o->trace = optarg;
+            break;
+        case OPT_KVM: o->kvm_path = optarg; break;
+        case 'q': o->quiet = true; break;
+        case 'h': return OPT_HELP;
+        case OPT_VERSION_: return OPT_VERSION;
+        case ':':
+            snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+            return OPT_ERROR;
+        default:
+            if (optopt)
+                snprintf(err, errlen, "unknown option '-%c'", optopt);
+            else
+                snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+            return OPT_ERROR;
+        }
+    }
+    if (optind >= argc) {
+        snprintf(err, errlen, "no GUEST image given");
+        return OPT_ERROR;
+    }
+    if (optind + 1 < argc) {
+        snprintf(err, errlen, "unexpected argument '%s' after GUEST", argv[optind + 1]);
+        return OPT_ERROR;
+    }
+    o->guest = argv[optind];
+    return OPT_RUN;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tracing engine: per-vCPU record buffers, the sink that writes them as
+ * format chunks (include/vbts/format.h), and the single-step recorder.
+ */
+#ifndef VBTS_TRACE_H
+#define VBTS_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trace_branch.h"
+#include "vbts.h"
+#include "vbts/format.h"
+
+struct trace_sink;
+
+struct trace_sink *trace_sink_open(const char *path, int ncpus);
+/* Returns -1 (error set) if anything could not be written. */
+int trace_sink_close(struct trace_sink *s);
+bool trace_sink_failed(const struct trace_sink *s);
+
+struct trace_vcpu {
+    struct trace_sink *sink;
+    struct vcpu *cpu;
+    struct vbts_record *buf;
+    uint32_t n, cap;
+    uint64_t seq;               /* sequence number of buf[0] */
+    uint64_t branches;          /* branch records, markers excluded */
+    uint64_t steps;             /* single-step exits seen */
+    struct branch_pred pred;    /* the instruction the vCPU is about to run */
+    bool pred_valid;
+    bool stopped;
+};
+
+struct trace_vcpu *trace_vcpu_new(struct trace_sink *sink, struct vcpu *cpu, uint32_t buf_records);
+void trace_vcpu_free(struct trace_vcpu *t);
+
+/* Emit START and arm single-stepping. */
+int trace_vcpu_start(struct trace_vcpu *t);
+/* Called for every KVM_EXIT_DEBUG: record what the last step did. */
+int trace_on_step(struct trace_vcpu *t);
+/* Emit STOP with its reason and flush everything (idempotent). */
+void trace_vcpu_stop(struct trace_vcpu *t, enum vbts_stop_reason why);
+
+void trace_emit(struct trace_vcpu *t, struct vbts_record r);
+void trace_emit_start(struct trace_vcpu *t);
+
+#endif

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace_branch.h"
+
+#include <Zydis/Zydis.h>
+#include <string.h>
+
+#include "vbts/format.h"
+
+#define RFLAGS_CF (1u << 0)
+#define RFLAGS_PF (1u << 2)
+#define RFLAGS_ZF (1u << 6)
+#define RFLAGS_SF (1u << 7)
+#define RFLAGS_OF (1u << 11)
+#define EFER_LMA  (1ull << 10)
+
+enum cpu_mode cpu_mode(const struct kvm_sregs *s)
+{
+    if (!(s->cr0 & 1))
+        return MODE_REAL16;
+    if (s->efer & EFER_LMA)
+        return s->cs.l ? MODE_LONG64 : MODE_COMPAT32;
+    return s->cs.db ? MODE_PROT32 : MODE_PROT16;
+}
+
+uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s)
+{
+    switch (cpu_mode(s)) {
+    case MODE_LONG64: return r->rip;
+    case MODE_REAL16:
+    case MODE_PROT16: return (uint32_t)(s->cs.base + (uint16_t)r->rip);
+    default: return (uint32_t)(s->cs.base + (uint32_t)r->rip);
+    }
+}
+
+void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg)
+{
+    pg->cr0 = s->cr0;
+    pg->cr3 = s->cr3;
+    pg->cr4 = s->cr4;
+    pg->efer = s->efer;
+}
+
+static const ZydisDecoder *decoder_for(enum cpu_mode m)
+{
+    static ZydisDecoder dec[5];
+    static bool ready;
+    /* Initialisation is idempotent, so racing vCPU threads write the same bytes. */
+    if (!ready) {
+        ZydisDecoderInit(&dec[MODE_REAL16], ZYDIS_MACHINE_MODE_REAL_16, ZYDIS_STACK_WIDTH_16);
+        ZydisDecoderInit(&dec[MODE_PROT16], ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
+        ZydisDecoderInit(&dec[MODE_PROT32], ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+        ZydisDecoderInit(&dec[MODE_COMPAT32], ZYDIS_MACHINE_MODE_LONG_COMPAT_32, ZYDIS_STACK_WIDTH_32);
+        ZydisDecoderInit(&dec[MODE_LONG64], ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        __atomic_store_n(&ready, true, __ATOMIC_RELEASE);
+    }
+    return &dec[m];
+}
+
+static int read_lin(const struct cpu_view *v, uint64_t lin, void *buf, size_t len)
+{
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    return gmem_read_linear(v->mem, &pg, lin, buf, len) == GMEM_OK ? 0 : -1;
+}
+
+/* Instruction bytes may end at an unmapped page: fetch as many as exist. */
+static size_t fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf)
+{
+    size_t first = 4096 - (lin & 0xfff);
+    if (first >= ZYDIS_MAX_INSTRUCTION_LENGTH)
+        return read_lin(v, lin, buf, ZYDIS_MAX_INSTRUCTION_LENGTH) ? 0 : ZYDIS_MAX_INSTRUCTION_LENGTH;
+    if (read_lin(v, lin, buf, first))
+        return 0;
+    if (read_lin(v, lin + first, buf + first, ZYDIS_MAX_INSTRUCTION_LENGTH - first))
+        return first;
+    return ZYDIS_MAX_INSTRUCTION_LENGTH;
+}
+
+static uint64_t width_mask(unsigned bits)
+{
+    return bits >= 64 ? ~0ull : (1ull << bits) - 1;
+}
+
+static bool cond_taken(const ZydisDecodedInstruction *in, const struct kvm_regs *r)
+{
+    uint64_t f = r->rflags;
+    bool cf = f & RFLAGS_CF, zf = f & RFLAGS_ZF, sf = f & RFLAGS_SF;
+    bool of = f & RFLAGS_OF, pf = f & RFLAGS_PF;
+    uint64_t count = r->rcx & width_mask(in->address_width);
+
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_JO:   return of;
+    case ZYDIS_MNEMONIC_JNO:  return !of;
+    case ZYDIS_MNEMONIC_JB:   return cf;
+    case ZYDIS_MNEMONIC_JNB:  return !cf;
+    case ZYDIS_MNEMONIC_JZ:   return zf;
+    case ZYDIS_MNEMONIC_JNZ:  return !zf;
+    case ZYDIS_MNEMONIC_JBE:  return cf || zf;
+    case ZYDIS_MNEMONIC_JNBE: return !cf && !zf;
+    case ZYDIS_MNEMONIC_JS:   return sf;
+    case ZYDIS_MNEMONIC_JNS:  return !sf;
+    case ZYDIS_MNEMONIC_JP:   return pf;
+    case ZYDIS_MNEMONIC_JNP:  return !pf;
+    case ZYDIS_MNEMONIC_JL:   return sf != of;
+    case ZYDIS_MNEMONIC_JNL:  return sf == of;
+    case ZYDIS_MNEMONIC_JLE:  return zf || sf != of;
+    case ZYDIS_MNEMONIC_JNLE: return !zf && sf == of;
+    case ZYDIS_MNEMONIC_JCXZ:
+    case ZYDIS_MNEMONIC_JECXZ:
+    case ZYDIS_MNEMONIC_JRCXZ: return count == 0;
+    case ZYDIS_MNEMONIC_LOOP:  return count != 1;
+    case ZYDIS_MNEMONIC_LOOPE: return count != 1 && zf;
+    case ZYDIS_MNEMONIC_LOOPNE: return count != 1 && !zf;
+    default: return true;
+    }
+}
+
+static const struct kvm_segment *segment(const struct kvm_sregs *s, ZydisRegister r)
+{
+    switch (r) {
+    case ZYDIS_REGISTER_ES: return &s->es;
+    case ZYDIS_REGISTER_CS: return &s->cs;
+    case ZYDIS_REGISTER_SS: return &s->ss;
+    case ZYDIS_REGISTER_FS: return &s->fs;
+    case ZYDIS_REGISTER_GS: return &s->gs;
+    default: return &s->ds;
+    }
+}
+
+/* Base of a code segment named by selector, as the far transfer will load it. */
+static int selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base)
+{
+    enum cpu_mode m = cpu_mode(v->sregs);
+    if (m == MODE_REAL16) {
+        *base = (uint64_t)sel << 4;
+        return 0;
+    }
+    if (sel & 4)        /* LDT selectors: not modelled; nothing here uses them */
+        return -1;
+    uint32_t idx = sel & ~7u;
+    if (idx + 7 > v->sregs->gdt.limit)
+        return -1;
+    uint8_t d[8];
+    if (read_lin(v, v->sregs->gdt.base + idx, d, 8))
+        return -1;
+    bool is_long = d[6] & 0x20;
+    if ((v->sregs->efer & EFER_LMA) && is_long)
+        *base = 0;
+    else
+        *base = d[2] | d[3] << 8 | d[4] << 16 | (uint32_t)d[7] << 24;
+    return 0;
+}
+
+static uint64_t stack_base(const struct kvm_sregs *s)
+{
+    return cpu_mode(s) == MODE_LONG64 ? 0 : s->ss.base;
+}
+
+static unsigned stack_width(const struct kvm_sregs *s)
+{
+    enum cpu_mode m = cpu_mode(s);
+    if (m == MODE_LONG64)
+        return 64;
+    return s->ss.db ? 32 : 16;
+}
+
+static int read_uint(const struct cpu_view *v, uint64_t lin, unsigned bytes, uint64_t *val)
+{
+    *val = 0;
+    return read_lin(v, lin, val, bytes);
+}
+
+/* Stack slot `i` of `bytes` each, counted from the stack pointer. */
+static int read_stack(const struct cpu_view *v, unsigned i, unsigned bytes, uint64_t *val)
+{
+    uint64_t sp = (v->regs->rsp + (uint64_t)i * bytes) & width_mask(stack_width(v->sregs));
+    return read_uint(v, stack_base(v->sregs) + sp, bytes, val);
+}
+
+static void fill_context(ZydisRegisterContext *ctx, const struct kvm_regs *r)
+{
+    static const ZydisRegister gpr[16] = {
+        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
+    };
+    const uint64_t val[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
+                               r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    for (int i = 0; i < 16; i++) {
+        ctx->values[gpr[i]] = val[i];
+        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, i)] = (uint32_t)val[i];
+        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, i)] = (uint16_t)val[i];
+    }
+    ctx->values[ZYDIS_REGISTER_RIP] = r->rip;
+    ctx->values[ZYDIS_REGISTER_EIP] = (uint32_t)r->rip;
+    ctx->values[ZYDIS_REGISTER_IP] = (uint16_t)r->rip;
+}
+
+/* Target of an indirect near or far jmp/call, read from its operand. */
+static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                           const ZydisDecodedOperand *op, bool far, uint64_t *target)
+{
+    uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;
+    if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && !far) {
+        static __thread ZydisRegisterContext ctx;
+        fill_context(&ctx, v->regs);
+        ZydisRegister r = op->reg.value;
+        if (r > ZYDIS_REGISTER_MAX_VALUE)
+            return -1;
+        *target = cs_base + (ctx.values[r] & width_mask(in->operand_width));
+        return 0;
+    }
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
+        return -1;
+    static __thread ZydisRegisterContext ctx;
+    fill_context(&ctx, v->regs);
+    uint64_t ea;
+    if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddressEx(in, op, v->regs->rip, &ctx, &ea)))
+        return -1;
+    const struct kvm_segment *seg = segment(v->sregs, op->mem.segment);
+    if (cpu_mode(v->sregs) != MODE_LONG64 || seg == &v->sregs->fs || seg == &v->sregs->gs)
+        ea += seg->base;
+    if (cpu_mode(v->sregs) != MODE_LONG64)
+        ea = (uint32_t)ea;
+    unsigned off_bytes = in->operand_width / 8;
+    uint64_t off, sel;
+    if (read_uint(v, ea, off_bytes, &off))
+        return -1;
+    if (!far) {
+        *target = cs_base + off;
+        return 0;
+    }
+    if (read_uint(v, ea + off_bytes, 2, &sel) || selector_base(v, (uint16_t)sel, &cs_base))
+        return -1;
+    *target = cs_base + off;
+    return 0;
+}
+
+static int decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+                  ZydisDecodedOperand *ops, const char **why)
+{
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t n = fetch(v, lin, buf);
+    if (n == 0) {
+        *why = "instruction bytes are not in guest RAM";
+        return -1;
+    }
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(decoder_for(cpu_mode(v->sregs)), buf, n, in, ops))) {
+        *why = "instruction does not decode";
+        return -1;
+    }
+    return 0;
+}
+
+static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    bool far = in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+    bool rel = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative;
+
+    switch (in->meta.category) {
+    case ZYDIS_CATEGORY_COND_BR:
+        return VBTS_KIND_JCC;
+    case ZYDIS_CATEGORY_UNCOND_BR:
+        return far ? VBTS_KIND_FAR : rel ? VBTS_KIND_JMP : VBTS_KIND_JMP_IND;
+    case ZYDIS_CATEGORY_CALL:
+        return far ? VBTS_KIND_FAR : rel ? VBTS_KIND_CALL : VBTS_KIND_CALL_IND;
+    case ZYDIS_CATEGORY_RET:
+        if (in->mnemonic == ZYDIS_MNEMONIC_IRET || in->mnemonic == ZYDIS_MNEMONIC_IRETD ||
+            in->mnemonic == ZYDIS_MNEMONIC_IRETQ)
+            return VBTS_KIND_IRET;
+        return far ? VBTS_KIND_FAR : VBTS_KIND_RET;
+    case ZYDIS_CATEGORY_SYSCALL:
+    case ZYDIS_CATEGORY_SYSRET:
+        return VBTS_KIND_SYSCALL;
+    case ZYDIS_CATEGORY_INTERRUPT:
+        return VBTS_KIND_INT;
+    default:
+        /* Zydis files IRET under its own category on some versions. */
+        if (in->mnemonic == ZYDIS_MNEMONIC_IRET || in->mnemonic == ZYDIS_MNEMONIC_IRETD ||
+            in->mnemonic == ZYDIS_MNEMONIC_IRETQ)
+            return VBTS_KIND_IRET;
+        return VBTS_KIND_UNKNOWN;
+    }
+}
+
+static void predict_common(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                           uint64_t lin, struct branch_pred *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->from = lin;
+    p->len = in->length;
+    p->kind = classify(in, ops);
+    p->vector_hint = -1;
+    if (in->mnemonic == ZYDIS_MNEMONIC_UD2 || in->mnemonic == ZYDIS_MNEMONIC_UD0 ||
+        in->mnemonic == ZYDIS_MNEMONIC_UD1)
+        p->vector_hint = 6;
+    if ((in->mnemonic == ZYDIS_MNEMONIC_MOV && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+         ops[0].reg.value == ZYDIS_REGISTER_SS) ||
+        (in->mnemonic == ZYDIS_MNEMONIC_POP && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+         ops[0].reg.value == ZYDIS_REGISTER_SS))
+        p->shadow = true;
+}
+
+/* Relative and far-pointer branches: the target is in the instruction itself. */
+static bool direct_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                          const ZydisDecodedOperand *ops, uint64_t *target)
+{
+    enum cpu_mode m = cpu_mode(v->sregs);
+    uint64_t cs_base = m == MODE_LONG64 ? 0 : v->sregs->cs.base;
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative) {
+        uint64_t t;
+        if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(in, &ops[0], v->regs->rip, &t)))
+            return false;
+        *target = cs_base + t;
+        if (m != MODE_LONG64)
+            *target = (uint32_t)*target;
+        return true;
+    }
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
+        uint64_t base;
+        if (selector_base(v, ops[0].ptr.segment, &base))
+            return false;
+        *target = base + ops[0].ptr.offset;
+        return true;
+    }
+    return false;
+}
+
+int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
+    if (decode(v, lin, &in, ops, why))
+        return -1;
+    predict_common(&in, ops, lin, p);
+    if (p->kind == VBTS_KIND_UNKNOWN)
+        return 0;
+
+    p->taken = true;
+    uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;
+    unsigned w = in.operand_width / 8, sw = stack_width(v->sregs) / 8;
+    uint64_t val, sel;
+    switch (p->kind) {
+    case VBTS_KIND_JCC:
+        p->taken = cond_taken(&in, v->regs);
+        p->target_known = p->taken ? direct_target(v, &in, ops, &p->target) : false;
+        break;
+    case VBTS_KIND_JMP:
+    case VBTS_KIND_CALL:
+        p->target_known = direct_target(v, &in, ops, &p->target);
+        break;
+    case VBTS_KIND_JMP_IND:
+    case VBTS_KIND_CALL_IND:
+        p->target_known = indirect_target(v, &in, &ops[0], false, &p->target) == 0;
+        break;
+    case VBTS_KIND_RET:
+        if (read_stack(v, 0, w ? w : sw, &val) == 0) {
+            p->target = cs_base + val;
+            p->target_known = true;
+        }
+        break;
+    case VBTS_KIND_FAR:
+        if (in.meta.category == ZYDIS_CATEGORY_RET) {
+            /* retf: offset then selector, each an operand-size slot. */
+            uint64_t base;
+            if (read_stack(v, 0, w, &val) == 0 && read_stack(v, 1, w, &sel) == 0) {
+                p->to_user = (sel & 3) == 3 && cpu_cpl(v->sregs) != 3;
+                if (selector_base(v, (uint16_t)sel, &base) == 0) {
+                    p->target = base + val;
+                    p->target_known = true;
+                }
+            }
+        } else if (!direct_target(v, &in, ops, &p->target)) {
+            p->target_known = indirect_target(v, &in, &ops[0], true, &p->target) == 0;
+        } else {
+            p->target_known = true;
+        }
+        break;
+    case VBTS_KIND_IRET:
+        if (read_stack(v, 0, w, &val) == 0 && read_stack(v, 1, w, &sel) == 0) {
+            uint64_t base;
+            p->to_user = (sel & 3) == 3 && cpu_cpl(v->sregs) != 3;
+            if (cpu_mode(v->sregs) == MODE_REAL16) {
+                p->target = ((sel & 0xffff) << 4) + (val & 0xffff);
+                p->target_known = true;
+            } else if (selector_base(v, (uint16_t)sel, &base) == 0) {
+                p->target = base + val;
+                p->target_known = true;
+            }
+        }
+        break;
+    case VBTS_KIND_SYSCALL:
+        p->to_user = in.meta.category == ZYDIS_CATEGORY_SYSRET;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
+                      const char **why)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (decode(v, lin, &in, ops, why))
+        return -1;
+    predict_common(&in, ops, lin, p);
+    if (p->kind == VBTS_KIND_UNKNOWN)
+        return 0;
+    p->taken = true;
+    if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_CALL) {
+        /* RIP-relative targets need the instruction's own RIP, not the current one. */
+        struct kvm_regs r = *v->regs;
+        uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;
+        r.rip = lin - cs_base;
+        struct cpu_view at = { v->mem, &r, v->sregs };
+        p->target_known = direct_target(&at, &in, ops, &p->target);
+    }
+    return 0;
+}
+
+int idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler)
+{
+    const struct kvm_sregs *s = v->sregs;
+    enum cpu_mode m = cpu_mode(s);
+    if (m == MODE_REAL16) {
+        uint32_t ivt;
+        if ((uint64_t)vector * 4 + 3 > s->idt.limit || read_lin(v, s->idt.base + vector * 4, &ivt, 4))
+            return -1;
+        *handler = ((ivt >> 16) << 4) + (ivt & 0xffff);
+        return 0;
+    }
+    bool long_mode = s->efer & EFER_LMA;
+    unsigned size = long_mode ? 16 : 8;
+    uint8_t g[16];
+    if ((uint64_t)vector * size + size - 1 > s->idt.limit || read_lin(v, s->idt.base + vector * size, g, size))
+        return -1;
+    if (!(g[5] & 0x80))
+        return -1;                      /* not present */
+    unsigned type = g[5] & 0xf;
+    if (type == 5)
+        return -1;                      /* task gate: not modelled */
+    uint64_t off = g[0] | g[1] << 8 | (uint32_t)g[6] << 16 | (uint32_t)g[7] << 24;
+    if (long_mode)
+        off |= (uint64_t)(g[8] | g[9] << 8 | g[10] << 16 | (uint32_t)g[11] << 24) << 32;
+    uint64_t base = 0;
+    if (!long_mode && selector_base(v, (uint16_t)(g[2] | g[3] << 8), &base))
+        return -1;
+    *handler = long_mode ? off : (uint32_t)(base + off);
+    return 0;
+}

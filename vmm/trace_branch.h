@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What one x86 instruction does to control flow, decided by Zydis: is it a
+ * branch, of which BTS kind, is a conditional one taken, and where does it
+ * go.  Evaluated on the register state *before* the instruction runs, so the
+ * engine can check what single-stepping then shows.
+ */
+#ifndef VBTS_TRACE_BRANCH_H
+#define VBTS_TRACE_BRANCH_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+
+/* The guest state an instruction is decoded and evaluated in. */
+struct cpu_view {
+    const struct gmem *mem;
+    const struct kvm_regs *regs;
+    const struct kvm_sregs *sregs;
+};
+
+enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG64 };
+
+struct branch_pred {
+    uint64_t from;          /* linear address of the instruction */
+    uint8_t len;
+    uint8_t kind;           /* enum vbts_kind; VBTS_KIND_UNKNOWN: not a branch */
+    bool taken;             /* branches: taken (unconditional ones always are) */
+    bool target_known;      /* target could be computed before execution */
+    bool shadow;            /* MOV/POP SS: the next instruction gets no step exit */
+    bool to_user;           /* far return or sysret to CPL3 */
+    int16_t vector_hint;    /* exception it raises for sure (ud2: #UD), or -1 */
+    uint64_t target;        /* linear target when taken && target_known */
+};
+
+enum cpu_mode cpu_mode(const struct kvm_sregs *s);
+uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
+static inline int cpu_cpl(const struct kvm_sregs *s)
+{
+    return (s->cr0 & 1) ? (s->cs.selector & 3) : 0;
+}
+void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg);
+
+/*
+ * Decode the instruction at the current RIP and predict its control flow.
+ * Returns 0, or -1 with *why set when the bytes cannot be read or decoded.
+ */
+int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why);
+
+/*
+ * Same, for an instruction at linear address `lin` whose step exit was
+ * swallowed (handler entry, after IRET, after MOV SS).  Register values are
+ * those seen after it ran, so only control flow that does not depend on them
+ * is predicted: unconditional direct branches and non-branches.  Conditional
+ * and indirect branches report taken=true, target_known=false.
+ */
+int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
+                      const char **why);
+
+/* Linear address of the handler for `vector` from the guest's IDT, or -1. */
+int idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler);
+
+#endif

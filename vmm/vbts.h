@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Monitor-wide types: the VM, its vCPUs, and error reporting. */
+#ifndef VBTS_VMM_H
+#define VBTS_VMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+
+/* Exit statuses, the monitor's contract with scripts (README, docs/usage.md). */
+#define VBTS_EXIT_OK          0
+#define VBTS_EXIT_GUEST_CRASH 2
+#define VBTS_EXIT_MONITOR     125
+
+#define VBTS_MAX_MSG 512
+
+/*
+ * Errors are reported fail-fast with one line naming what failed.  Library
+ * code records the line with vbts_fail() and returns -1; the caller that
+ * decides the exit status prints it.
+ */
+int vbts_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int vbts_fail_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *vbts_last_error(void);
+
+struct trace_sink;
+struct trace_vcpu;
+struct iobus;
+
+enum vm_end {
+    VM_RUNNING = 0,
+    VM_END_HALT,        /* HLT with nothing to wake the vCPU, or power-off */
+    VM_END_DEBUG_EXIT,  /* guest wrote the debug-exit port */
+    VM_END_CRASH,       /* triple fault or an instruction KVM could not run */
+    VM_END_MONITOR,     /* the monitor failed or cannot go on */
+    VM_END_SIGNAL,      /* SIGINT/SIGTERM */
+};
+
+struct vcpu {
+    struct vm *vm;
+    int index;
+    int fd;
+    struct kvm_run *run;
+    size_t run_size;
+    pthread_t thread;
+    struct trace_vcpu *trace;   /* NULL when not tracing */
+};
+
+struct vm {
+    int kvm_fd;
+    int vm_fd;
+    struct gmem mem;
+    int ncpus;
+    struct vcpu *vcpus;
+    struct iobus *io;
+    struct trace_sink *sink;    /* NULL when not tracing */
+
+    /* First end wins; later ones are consequences of it. */
+    pthread_mutex_t end_lock;
+    atomic_int end;
+    int exit_status;
+    char end_msg[VBTS_MAX_MSG];
+};
+
+/* Records why the run ends (first caller wins) and stops every vCPU. */
+void vm_request_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static inline bool vm_ending(struct vm *vm)
+{
+    return atomic_load_explicit(&vm->end, memory_order_relaxed) != VM_RUNNING;
+}
+
+#endif

@@ -8,7 +8,7 @@ PREFIX  ?= /usr/local
 CC      ?= cc
 SANFLAGS ?=
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include $(SANFLAGS)
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include -Ivmm $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
 NASM    ?= nasm
 

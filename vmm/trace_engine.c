@@ -78,10 +78,15 @@ static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
     return true;
 }
 
-/* The step ended somewhere the instruction cannot go: an event was delivered. */
-static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+/*
+ * The step ended somewhere the instruction at `from` cannot go: an event
+ * was delivered there, and the handler's first instruction may have run
+ * without a step exit of its own.  `hint` is a vector the instruction is
+ * known to raise, or -1.
+ */
+static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint64_t from,
+                           int hint, uint64_t rip)
 {
-    const struct branch_pred *p = &t->pred;
     int found = -1, exact = -1, hinted = -1, matches = 0;
     uint64_t handler = 0, h;
     struct vbts_record rec = { 0 }, r;
@@ -98,21 +103,21 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
         if (!explain_skip(v, h, rip, &r, &hr))
             continue;
         matches++;
-        if (found < 0 || (int)vec == p->vector_hint) {
+        if (found < 0 || (int)vec == hint) {
             found = vec;
-            if ((int)vec == p->vector_hint)
+            if ((int)vec == hint)
                 hinted = vec;
         }
     }
     if (exact >= 0) {
         idt_handler(v, exact, &handler);
-        trace_emit(t, branch_record(p->from, handler, VBTS_KIND_EXCEPTION));
+        trace_emit(t, branch_record(from, handler, VBTS_KIND_EXCEPTION));
         return 0;
     }
     if (found < 0 || (matches > 1 && hinted < 0)) {
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
                        "trace lost step synchronisation: the instruction at 0x%llx was "
-                       "followed by 0x%llx, which %s", (unsigned long long)p->from,
+                       "followed by 0x%llx, which %s", (unsigned long long)from,
                        (unsigned long long)rip,
                        found < 0 ? "no IDT handler explains"
                                  : "several IDT handlers explain");
@@ -120,7 +125,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     }
     idt_handler(v, found, &handler);
     explain_skip(v, handler, rip, &rec, &has_rec);
-    trace_emit(t, branch_record(p->from, handler, VBTS_KIND_EXCEPTION));
+    trace_emit(t, branch_record(from, handler, VBTS_KIND_EXCEPTION));
     if (has_rec)
         trace_emit(t, rec);
     return 0;
@@ -139,13 +144,20 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
             trace_emit(t, branch_record(p->from, target, p->kind));
             return 0;
         }
-        if (p->target_known && explain_skip(v, target, rip, &rec, &has_rec)) {
-            trace_emit(t, branch_record(p->from, target, p->kind));
+        /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
+        if (!p->target_known || p->kind != VBTS_KIND_IRET)
+            return attribute_event(t, v, p->from, p->vector_hint, rip);
+        /*
+         * After IRET the target's own step exit is swallowed: it either ran
+         * normally or raised an event itself.
+         */
+        trace_emit(t, branch_record(p->from, target, p->kind));
+        if (explain_skip(v, target, rip, &rec, &has_rec)) {
             if (has_rec)
                 trace_emit(t, rec);
             return 0;
         }
-        return attribute_event(t, v, rip);
+        return attribute_event(t, v, target, -1, rip);
     }
     uint64_t next = p->from + p->len;
     if (rip == next)
@@ -155,7 +167,7 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
             trace_emit(t, rec);
         return 0;
     }
-    return attribute_event(t, v, rip);
+    return attribute_event(t, v, p->from, p->vector_hint, rip);
 }
 
 int trace_on_step(struct trace_vcpu *t)

@@ -1,0 +1,134 @@
+#!/bin/bash
+# The monitor's contract with scripts: exit statuses and one-line messages,
+# for good guests and for every kind of bad input.  TAP, run by prove.
+set -u
+cd "$(dirname "$0")/../.."
+VBTS=${VBTS:-build/vbts}
+DEC=${VBTS_DECODE:-build/vbts-decode}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+
+# run NAME EXPECTED_STATUS EXPECTED_STDERR_FIRST_LINE -- ARGS...
+run() {
+    local name=$1 want_rc=$2 want_err=$3
+    shift 4
+    "$VBTS" "$@" >"$T/out" 2>"$T/err" </dev/null
+    local rc=$?
+    local got_err
+    got_err=$(head -n 1 "$T/err")
+    if [ "$rc" = "$want_rc" ] && [ "$got_err" = "$want_err" ]; then
+        ok "$name"
+    else
+        not_ok "$name" "status: got $rc, want $want_rc" "stderr: got '$got_err'" \
+            "        want '$want_err'"
+    fi
+}
+
+# A flat multiboot image: the multiboot header, then 32-bit code from $2.
+image() {
+    local out=$1 load=${3:-0x100000}
+    cat >"$T/img.asm" <<ASM
+bits 32
+org $load
+hdr: dd 0x1badb002, 0x10000, -(0x1badb002 + 0x10000)
+     dd hdr, hdr, 0, 0, start
+start:
+$2
+ASM
+    nasm -f bin -o "$out" "$T/img.asm"
+}
+
+image "$T/exit.bin" "mov al, 0x2a
+out 0xf4, al"
+image "$T/halt.bin" "cli
+hlt"
+image "$T/hello.bin" "mov esi, msg
+mov dx, 0x3f8
+.next: lodsb
+test al, al
+jz .done
+out dx, al
+jmp .next
+.done: mov eax, [ebx + 16]   ; multiboot info: cmdline
+mov esi, eax
+.cmd: lodsb
+test al, al
+jz .end
+out dx, al
+jmp .cmd
+.end: cli
+hlt
+msg: db 'hello from the guest: ', 0"
+image "$T/triple.bin" "lidt [idtr]
+ud2
+idtr: dw 0
+dd 0"
+image "$T/spin.bin" ".l: jmp .l"
+image "$T/far.bin" "mov al, 1
+out 0xf4, al" 0x10000000
+head -c 3145728 /dev/zero >"$T/big.bin"
+dd if="$T/exit.bin" of="$T/big.bin" conv=notrunc status=none
+echo "just text" >"$T/text.bin"
+
+run "debug-exit status is (V<<1)|1" 85 "" -- "$T/exit.bin"
+run "cli;hlt ends with status 0" 0 "" -- "$T/halt.bin"
+"$VBTS" --append "console=ttyS0 x=1" "$T/hello.bin" >"$T/out" 2>&1
+if [ "$(cat "$T/out")" = "hello from the guest: console=ttyS0 x=1" ]; then
+    ok "COM1 output and --append reach stdout"
+else
+    not_ok "COM1 output and --append reach stdout" "got: $(cat "$T/out")"
+fi
+run "triple fault: status 2 and where" 2 \
+    "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin"
+run "missing image" 125 "vbts: cannot open $T/nope.bin: No such file or directory" -- "$T/nope.bin"
+run "not a multiboot image" 125 \
+    "vbts: $T/text.bin: not a multiboot image (no multiboot header in the first 8192 bytes)" -- "$T/text.bin"
+run "segments outside guest memory" 125 \
+    "vbts: $T/far.bin: image 0x10000000-0x10000024 lies outside guest memory (RAM for images is 0x100000-0x1000000)" \
+    -- --memory 16M "$T/far.bin"
+run "image larger than --memory" 125 \
+    "vbts: $T/big.bin: image (3145728 bytes) is larger than guest memory (--memory 2097152 bytes)" \
+    -- --memory 2M "$T/big.bin"
+run "bad --memory value" 125 "vbts: --memory: invalid size '12Q' (use e.g. 64M or 2G)" -- --memory 12Q "$T/exit.bin"
+run "--memory out of range" 125 "vbts: --memory: 4T is out of range (2M to 1T)" -- --memory 4T "$T/exit.bin"
+run "unknown option" 125 "vbts: unknown option '--frobnicate'" -- --frobnicate "$T/exit.bin"
+run "no guest" 125 "vbts: no GUEST image given" -- --memory 64M
+run "no KVM device" 125 \
+    "vbts: cannot open $T/no-kvm (KVM unavailable): No such file or directory" -- --kvm "$T/no-kvm" "$T/exit.bin"
+run "trace file cannot be created" 125 \
+    "vbts: cannot create trace file $T/no/such/dir.vbts: No such file or directory" \
+    -- --trace "$T/no/such/dir.vbts" "$T/exit.bin"
+if [ -w /dev/full ]; then
+    run "trace device full" 125 "vbts: writing trace /dev/full: No space left on device" \
+        -- --trace /dev/full "$T/exit.bin"
+else
+    ok "trace device full # SKIP no /dev/full"
+fi
+"$VBTS" --help >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc = 0 ] && head -n 1 "$T/out" | grep -q '^usage: vbts \[options\] GUEST$' && [ ! -s "$T/err" ]; then
+    ok "--help prints usage on stdout"
+else
+    not_ok "--help prints usage on stdout" "status $rc"
+fi
+
+# A signal ends a traced run with status 130 and a complete, decodable trace.
+"$VBTS" -q --trace "$T/spin.vbts" "$T/spin.bin" >"$T/out" 2>"$T/err" &
+pid=$!
+sleep 0.5
+kill -INT $pid
+wait $pid
+rc=$?
+last=$("$DEC" --format json "$T/spin.vbts" 2>&1 | tail -n 1)
+case "$rc|$(head -n 1 "$T/err")|$last" in
+"130|vbts: interrupted by signal 2|"*'"kind":"stop"'*'"reason":"interrupted"'*)
+    ok "SIGINT: status 130, trace ends with a stop marker" ;;
+*) not_ok "SIGINT: status 130, trace ends with a stop marker" "rc=$rc" "err=$(head -n 1 "$T/err")" "last=$last" ;;
+esac
+
+echo "1..$n"
+exit $((fails > 0))

@@ -128,25 +128,43 @@ enum gmem_xlate gmem_translate(const struct gmem *m, const struct gmem_paging *p
     return GMEM_OK;
 }
 
-enum gmem_xlate gmem_read_linear(const struct gmem *m, const struct gmem_paging *pg,
-                                 uint64_t lin, void *buf, size_t len)
+/* Both directions walk page by page: contiguous linear is not contiguous RAM. */
+static enum gmem_xlate copy_linear(const struct gmem *m, const struct gmem_paging *pg,
+                                   uint64_t lin, uint8_t *buf, size_t len, bool write,
+                                   uint64_t *fault)
 {
-    uint8_t *out = buf;
     while (len) {
         uint64_t gpa;
         enum gmem_xlate r = gmem_translate(m, pg, lin, &gpa);
+        if (fault)
+            *fault = lin;
         if (r != GMEM_OK)
             return r;
         size_t n = 4096 - (lin & 0xfff);
         if (n > len)
             n = len;
-        const void *p = gmem_ptr(m, gpa, n);
+        void *p = gmem_ptr(m, gpa, n);
         if (!p)
             return GMEM_NOT_RAM;
-        memcpy(out, p, n);
-        out += n;
+        if (write)
+            memcpy(p, buf, n);
+        else
+            memcpy(buf, p, n);
+        buf += n;
         lin += n;
         len -= n;
     }
     return GMEM_OK;
+}
+
+enum gmem_xlate gmem_read_linear(const struct gmem *m, const struct gmem_paging *pg,
+                                 uint64_t lin, void *buf, size_t len)
+{
+    return copy_linear(m, pg, lin, buf, len, false, NULL);
+}
+
+enum gmem_xlate gmem_write_linear(const struct gmem *m, const struct gmem_paging *pg,
+                                  uint64_t lin, const void *buf, size_t len, uint64_t *fault)
+{
+    return copy_linear(m, pg, lin, (uint8_t *)buf, len, true, fault);
 }

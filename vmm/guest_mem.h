@@ -67,4 +67,11 @@ enum gmem_xlate gmem_translate(const struct gmem *m, const struct gmem_paging *p
 enum gmem_xlate gmem_read_linear(const struct gmem *m, const struct gmem_paging *pg,
                                  uint64_t lin, void *buf, size_t len);
 
+/*
+ * Copy len bytes to a linear address.  Pages before a failing one are
+ * written, as a CPU's stores would be; *fault is the failing address.
+ */
+enum gmem_xlate gmem_write_linear(const struct gmem *m, const struct gmem_paging *pg,
+                                  uint64_t lin, const void *buf, size_t len, uint64_t *fault);
+
 #endif

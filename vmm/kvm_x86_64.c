@@ -52,8 +52,18 @@ static int set_cpuid(struct vm *vm, struct vcpu *cpu)
         }
         for (unsigned i = 0; i < c->nent; i++) {
             /* Leaf 1 EBX[31:24] is the initial APIC ID: one per vCPU. */
-            if (c->entries[i].function == 1)
+            if (c->entries[i].function == 1) {
                 c->entries[i].ebx = (c->entries[i].ebx & 0x00ffffffu) | ((uint32_t)cpu->index << 24);
+                /*
+                 * DS (EDX 21) and DTES64 (ECX 2) announce the guest BTS that
+                 * guest_bts.c provides.  Some hosts (kvm_pvm) do not honour
+                 * KVM_SET_CPUID2 fully; the MSRs work regardless.
+                 */
+                if (vm->guest_bts) {
+                    c->entries[i].edx |= 1u << 21;
+                    c->entries[i].ecx |= 1u << 2;
+                }
+            }
         }
         int r = ioctl(cpu->fd, KVM_SET_CPUID2, c);
         free(c);

@@ -29,6 +29,7 @@ static const char usage[] =
     "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
     "  -a, --append CMDLINE  kernel command line passed in the multiboot info\n"
     "  -t, --trace FILE      record the branch trace into FILE (docs/format.md)\n"
+    "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
     "      --kvm PATH        KVM device (default /dev/kvm)\n"
     "  -q, --quiet           no trace summary on stderr\n"
     "  -h, --help            this text\n"
@@ -113,8 +114,12 @@ int main(int argc, char **argv)
     pthread_mutex_init(&vm.end_lock, NULL);
     struct iobus io = { 0 };
     vm.io = &io;
+    vm.guest_bts = o.guest_bts;
     if (kvm_vm_create(&vm, o.kvm_path, o.memory, 1) < 0)
         die("%s", vbts_last_error());
+    if (vm.guest_bts && guest_bts_install(vm.vm_fd) < 0)
+        die("guest BTS needs MSR filtering, which this host's KVM lacks (%s); "
+            "run with --no-guest-bts", vbts_last_error());
 
     struct boot_info bi;
     if (loader_multiboot(&vm.mem, image, image_size, o.append, &bi) < 0)
@@ -130,11 +135,13 @@ int main(int argc, char **argv)
         vm.sink = trace_sink_open(o.trace, vm.ncpus);
         if (!vm.sink)
             die("%s", vbts_last_error());
-        for (int i = 0; i < vm.ncpus; i++) {
-            vm.vcpus[i].trace = trace_vcpu_new(vm.sink, &vm.vcpus[i], TRACE_BUF_RECORDS);
-            if (!vm.vcpus[i].trace)
-                die("%s", vbts_last_error());
-        }
+    }
+    for (int i = 0; i < vm.ncpus; i++) {
+        guest_bts_init(&vm.vcpus[i].gbts);
+        lapic_init(&vm.vcpus[i].lapic, i);
+        vm.vcpus[i].trace = trace_vcpu_new(vm.sink, &vm.vcpus[i], TRACE_BUF_RECORDS);
+        if (!vm.vcpus[i].trace)
+            die("%s", vbts_last_error());
     }
 
     struct signal_ctx sc = { .vm = &vm };
@@ -172,9 +179,9 @@ int main(int argc, char **argv)
                     branches, steps, elapsed, elapsed > 0 ? branches / elapsed : 0.0,
                     branches ? (double)steps / branches : 0.0);
         }
-        for (int i = 0; i < vm.ncpus; i++)
-            trace_vcpu_free(vm.vcpus[i].trace);
     }
+    for (int i = 0; i < vm.ncpus; i++)
+        trace_vcpu_free(vm.vcpus[i].trace);
     kvm_vm_destroy(&vm);
     return status;
 }

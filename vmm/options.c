@@ -41,18 +41,20 @@ int options_parse_size(const char *s, uint64_t *bytes)
 enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                               char *err, size_t errlen)
 {
-    enum { OPT_KVM = 256, OPT_VERSION_ };
+    enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
         { "trace", required_argument, NULL, 't' },
         { "kvm", required_argument, NULL, OPT_KVM },
+        { "no-guest-bts", no_argument, NULL, OPT_NO_GUEST_BTS },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION_ },
         { 0 },
     };
-    *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm" };
+    *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm",
+                                 .guest_bts = true };
     optind = 1;
     opterr = 0;
     int c;
@@ -77,6 +79,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             o->trace = optarg;
             break;
         case OPT_KVM: o->kvm_path = optarg; break;
+        case OPT_NO_GUEST_BTS: o->guest_bts = false; break;
         case 'q': o->quiet = true; break;
         case 'h': return OPT_HELP;
         case OPT_VERSION_: return OPT_VERSION;

@@ -14,6 +14,7 @@ struct vbts_options {
     const char *kvm_path;
     const char *guest;
     bool quiet;
+    bool guest_bts;
 };
 
 enum opt_result { OPT_RUN, OPT_HELP, OPT_VERSION, OPT_ERROR };

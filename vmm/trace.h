@@ -30,14 +30,22 @@ struct trace_vcpu {
     uint64_t steps;             /* single-step exits seen */
     struct branch_pred pred;    /* the instruction the vCPU is about to run */
     bool pred_valid;
+    bool stepping;              /* single-step is armed in KVM */
+    int event_vector;           /* event the monitor injected, not yet seen, or -1 */
     bool stopped;
 };
 
 struct trace_vcpu *trace_vcpu_new(struct trace_sink *sink, struct vcpu *cpu, uint32_t buf_records);
 void trace_vcpu_free(struct trace_vcpu *t);
 
-/* Emit START and arm single-stepping. */
+/* Before the first run: with --trace, emit START and arm single-stepping. */
 int trace_vcpu_start(struct trace_vcpu *t);
+/* Step exactly while --trace or the guest's own BTS needs it. */
+int trace_update_stepping(struct trace_vcpu *t);
+/* The monitor completed the current instruction (I/O, MMIO exit). */
+void trace_note_completion(struct trace_vcpu *t);
+/* The monitor injected `vector`: the next step shows its delivery. */
+void trace_note_event(struct vcpu *cpu, int vector);
 /* Called for every KVM_EXIT_DEBUG: record what the last step did. */
 int trace_on_step(struct trace_vcpu *t);
 /* Emit STOP with its reason and flush everything (idempotent). */

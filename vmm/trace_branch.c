@@ -335,6 +335,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
     if (decode(v, lin, &in, ops, why))
         return -1;
     predict_common(&in, ops, lin, p);
+    p->cpl = cpu_cpl(v->sregs);
     if (p->kind == VBTS_KIND_UNKNOWN)
         return 0;
 
@@ -408,6 +409,7 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
     if (decode(v, lin, &in, ops, why))
         return -1;
     predict_common(&in, ops, lin, p);
+    p->cpl = cpu_cpl(v->sregs);
     if (p->kind == VBTS_KIND_UNKNOWN)
         return 0;
     p->taken = true;

@@ -31,6 +31,7 @@ struct branch_pred {
     bool target_known;      /* target could be computed before execution */
     bool shadow;            /* MOV/POP SS: the next instruction gets no step exit */
     bool to_user;           /* far return or sysret to CPL3 */
+    uint8_t cpl;            /* privilege level the instruction runs at */
     int16_t vector_hint;    /* exception it raises for sure (ud2: #UD), or -1 */
     uint64_t target;        /* linear target when taken && target_known */
 };

@@ -12,6 +12,10 @@
  * host, the instruction after MOV SS/POP SS.  For those we decode the
  * skipped instruction and accept the observed RIP only if that one
  * instruction explains it.
+ *
+ * Records go to two independent consumers: vbts's own trace (--trace, every
+ * branch, with the kind in the flags) and the guest's DS buffer (only while
+ * the guest's DEBUGCTL enables BTS, filtered by CPL, architectural flags).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,11 +25,17 @@
 #include "kvm.h"
 #include "trace.h"
 
-static int predict_next(struct trace_vcpu *t);
+static int predict_next(struct trace_vcpu *t, bool tolerate_skip);
 
-static struct vbts_record branch_record(uint64_t from, uint64_t to, unsigned kind)
+static void emit_branch(struct trace_vcpu *t, uint64_t from, uint64_t to, unsigned kind, int cpl)
 {
-    return (struct vbts_record){ from, to, (uint64_t)kind << VBTS_KIND_SHIFT };
+    struct vbts_record r = { from, to, (uint64_t)kind << VBTS_KIND_SHIFT };
+    if (t->sink)
+        trace_emit(t, r);
+    else
+        t->branches++;
+    if (guest_bts_on(&t->cpu->gbts))
+        guest_bts_store(t->cpu, &r, cpl);
 }
 
 static void view_of(struct trace_vcpu *t, struct cpu_view *v)
@@ -36,23 +46,76 @@ static void view_of(struct trace_vcpu *t, struct cpu_view *v)
     v->sregs = &run->s.regs.sregs;
 }
 
-int trace_vcpu_start(struct trace_vcpu *t)
+static int set_stepping(struct trace_vcpu *t, bool on)
 {
-    struct kvm_guest_debug dbg = {
-        .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
-    };
+    struct kvm_guest_debug dbg = { 0 };
+    if (on)
+        dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP;
     if (ioctl(t->cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-        return vbts_fail_errno("KVM_SET_GUEST_DEBUG (single-step)");
-    /* Registers arrive with every exit, so a step costs no extra ioctl. */
-    t->cpu->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
-    /* The first instruction runs before any exit has synced registers. */
+        return vbts_fail_errno("KVM_SET_GUEST_DEBUG (single-step %s)", on ? "on" : "off");
+    t->stepping = on;
+    return 0;
+}
+
+/* Registers of a vCPU that has not exited since they last changed. */
+static int sync_regs_now(struct trace_vcpu *t)
+{
     if (ioctl(t->cpu->fd, KVM_GET_REGS, &t->cpu->run->s.regs.regs) < 0)
         return vbts_fail_errno("KVM_GET_REGS");
     if (ioctl(t->cpu->fd, KVM_GET_SREGS, &t->cpu->run->s.regs.sregs) < 0)
         return vbts_fail_errno("KVM_GET_SREGS");
+    return 0;
+}
+
+int trace_vcpu_start(struct trace_vcpu *t)
+{
+    /* Registers arrive with every exit, so a step costs no extra ioctl. */
+    t->cpu->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+    t->event_vector = -1;
+    if (!t->sink)
+        return 0;
+    if (set_stepping(t, true) < 0 || sync_regs_now(t) < 0)
+        return -1;
     trace_emit_start(t);
     t->pred_valid = false;
-    return predict_next(t);
+    return predict_next(t, false);
+}
+
+int trace_update_stepping(struct trace_vcpu *t)
+{
+    bool want = t->sink || guest_bts_on(&t->cpu->gbts);
+    if (want == t->stepping)
+        return 0;
+    if (set_stepping(t, want) < 0)
+        return -1;
+    if (!want) {
+        t->pred_valid = false;
+        return 0;
+    }
+    /*
+     * Called at an exit whose instruction (WRMSR) has not completed yet:
+     * predict it, and accept that its own step exit may be swallowed.
+     */
+    if (sync_regs_now(t) < 0)
+        return -1;
+    return predict_next(t, true);
+}
+
+void trace_note_completion(struct trace_vcpu *t)
+{
+    /*
+     * An instruction finished by the monitor (port I/O, MMIO) may complete
+     * together with the next one before KVM reports a step (seen on
+     * kvm_pvm: `mov [apic], eax; sti` gave one step exit).
+     */
+    if (t->pred_valid && t->pred.kind == VBTS_KIND_UNKNOWN)
+        t->pred.shadow = true;
+}
+
+void trace_note_event(struct vcpu *cpu, int vector)
+{
+    if (cpu->trace)
+        cpu->trace->event_vector = vector;
 }
 
 /*
@@ -60,7 +123,7 @@ int trace_vcpu_start(struct trace_vcpu *t)
  * record it makes, if any, is in *rec.
  */
 static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
-                         struct vbts_record *rec, bool *has_rec)
+                         struct branch_pred *rec, bool *has_rec)
 {
     struct branch_pred p;
     const char *why;
@@ -73,34 +136,41 @@ static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
         return false;
     if (!p.target_known && rip == lin + p.len && p.kind == VBTS_KIND_JCC)
         return true;        /* a conditional branch not taken */
-    *rec = branch_record(lin, rip, p.kind);
+    *rec = p;
+    rec->target = rip;
     *has_rec = true;
     return true;
+}
+
+static void emit_skipped(struct trace_vcpu *t, const struct branch_pred *s)
+{
+    emit_branch(t, s->from, s->target, s->kind, s->cpl);
 }
 
 /*
  * The step ended somewhere the instruction at `from` cannot go: an event
  * was delivered there, and the handler's first instruction may have run
- * without a step exit of its own.  `hint` is a vector the instruction is
- * known to raise, or -1.
+ * without a step exit of its own.  `hint` is the vector the monitor
+ * injected or the instruction is known to raise, or -1; `only` restricts
+ * the search to it.
  */
 static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint64_t from,
-                           int hint, uint64_t rip)
+                           int cpl, int hint, bool only, unsigned kind, uint64_t rip)
 {
     int found = -1, exact = -1, hinted = -1, matches = 0;
     uint64_t handler = 0, h;
-    struct vbts_record rec = { 0 }, r;
-    bool has_rec = false, hr;
+    struct branch_pred skip;
+    bool has_skip, hs;
 
-    for (unsigned vec = 0; vec < 256; vec++) {
+    for (unsigned vec = only ? (unsigned)hint : 0; vec < (only ? (unsigned)hint + 1 : 256u); vec++) {
         if (idt_handler(v, vec, &h))
             continue;
         if (h == rip) {
-            if (exact < 0)
+            if (exact < 0 || (int)vec == hint)
                 exact = vec;
             continue;
         }
-        if (!explain_skip(v, h, rip, &r, &hr))
+        if (!explain_skip(v, h, rip, &skip, &hs))
             continue;
         matches++;
         if (found < 0 || (int)vec == hint) {
@@ -111,7 +181,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     }
     if (exact >= 0) {
         idt_handler(v, exact, &handler);
-        trace_emit(t, branch_record(from, handler, VBTS_KIND_EXCEPTION));
+        emit_branch(t, from, handler, kind, cpl);
         return 0;
     }
     if (found < 0 || (matches > 1 && hinted < 0)) {
@@ -119,15 +189,14 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
                        "trace lost step synchronisation: the instruction at 0x%llx was "
                        "followed by 0x%llx, which %s", (unsigned long long)from,
                        (unsigned long long)rip,
-                       found < 0 ? "no IDT handler explains"
-                                 : "several IDT handlers explain");
+                       found < 0 ? "no IDT handler explains" : "several IDT handlers explain");
         return -1;
     }
     idt_handler(v, found, &handler);
-    explain_skip(v, handler, rip, &rec, &has_rec);
-    trace_emit(t, branch_record(from, handler, VBTS_KIND_EXCEPTION));
-    if (has_rec)
-        trace_emit(t, rec);
+    explain_skip(v, handler, rip, &skip, &has_skip);
+    emit_branch(t, from, handler, kind, cpl);
+    if (has_skip)
+        emit_skipped(t, &skip);
     return 0;
 }
 
@@ -135,39 +204,48 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
 static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     const struct branch_pred *p = &t->pred;
-    struct vbts_record rec;
-    bool has_rec;
+    struct branch_pred skip;
+    bool has_skip;
 
+    if (t->event_vector >= 0) {
+        /* The monitor injected an event: it was delivered before p ran. */
+        int vec = t->event_vector;
+        t->event_vector = -1;
+        return attribute_event(t, v, p->from, p->cpl, vec, true,
+                               vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT, rip);
+    }
     if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
         uint64_t target = p->target_known ? p->target : rip;
         if (rip == target) {
-            trace_emit(t, branch_record(p->from, target, p->kind));
+            emit_branch(t, p->from, target, p->kind, p->cpl);
             return 0;
         }
         /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
         if (!p->target_known || p->kind != VBTS_KIND_IRET)
-            return attribute_event(t, v, p->from, p->vector_hint, rip);
+            return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
+                                   VBTS_KIND_EXCEPTION, rip);
         /*
          * After IRET the target's own step exit is swallowed: it either ran
          * normally or raised an event itself.
          */
-        trace_emit(t, branch_record(p->from, target, p->kind));
-        if (explain_skip(v, target, rip, &rec, &has_rec)) {
-            if (has_rec)
-                trace_emit(t, rec);
+        emit_branch(t, p->from, target, p->kind, p->cpl);
+        if (explain_skip(v, target, rip, &skip, &has_skip)) {
+            if (has_skip)
+                emit_skipped(t, &skip);
             return 0;
         }
-        return attribute_event(t, v, target, -1, rip);
+        return attribute_event(t, v, target, cpu_cpl(v->sregs), -1, false,
+                               VBTS_KIND_EXCEPTION, rip);
     }
     uint64_t next = p->from + p->len;
     if (rip == next)
         return 0;
-    if (p->shadow && explain_skip(v, next, rip, &rec, &has_rec)) {
-        if (has_rec)
-            trace_emit(t, rec);
+    if (p->shadow && explain_skip(v, next, rip, &skip, &has_skip)) {
+        if (has_skip)
+            emit_skipped(t, &skip);
         return 0;
     }
-    return attribute_event(t, v, p->from, p->vector_hint, rip);
+    return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
 }
 
 int trace_on_step(struct trace_vcpu *t)
@@ -177,11 +255,11 @@ int trace_on_step(struct trace_vcpu *t)
     t->steps++;
     if (t->pred_valid && settle(t, &v, cpu_linear_ip(v.regs, v.sregs)) < 0)
         return -1;
-    return predict_next(t);
+    return predict_next(t, false);
 }
 
 /* Predict the instruction at the vCPU's RIP, the one the next step runs. */
-static int predict_next(struct trace_vcpu *t)
+static int predict_next(struct trace_vcpu *t, bool tolerate_skip)
 {
     struct cpu_view v;
     view_of(t, &v);
@@ -191,8 +269,11 @@ static int predict_next(struct trace_vcpu *t)
         /* The guest will fault on this fetch; the next step shows the handler. */
         memset(&t->pred, 0, sizeof(t->pred));
         t->pred.from = rip;
+        t->pred.cpl = cpu_cpl(v.sregs);
         t->pred.vector_hint = 14;
     }
+    if (tolerate_skip && t->pred.kind == VBTS_KIND_UNKNOWN)
+        t->pred.shadow = true;
     t->pred_valid = true;
     if ((t->pred.to_user || cpu_cpl(v.sregs) == 3) && kvm_host_cannot_step_user()) {
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,

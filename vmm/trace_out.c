@@ -129,8 +129,8 @@ struct trace_vcpu *trace_vcpu_new(struct trace_sink *sink, struct vcpu *cpu, uin
         vbts_fail("out of memory");
         return NULL;
     }
-    t->buf = calloc(buf_records, sizeof(*t->buf));
-    if (!t->buf) {
+    t->buf = sink ? calloc(buf_records, sizeof(*t->buf)) : NULL;
+    if (sink && !t->buf) {
         free(t);
         vbts_fail("cannot allocate a %u-record trace buffer", buf_records);
         return NULL;
@@ -167,7 +167,7 @@ static uint64_t realtime_ns(void)
 
 void trace_vcpu_stop(struct trace_vcpu *t, enum vbts_stop_reason why)
 {
-    if (t->stopped)
+    if (t->stopped || !t->sink)
         return;
     t->stopped = true;
     trace_emit(t, vbts_marker(VBTS_MARK_STOP, realtime_ns(), why));

@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guest_bts.h"
 #include "guest_mem.h"
+#include "lapic.h"
 
 /* Exit statuses, the monitor's contract with scripts (README, docs/usage.md). */
 #define VBTS_EXIT_OK          0
@@ -47,7 +49,9 @@ struct vcpu {
     struct kvm_run *run;
     size_t run_size;
     pthread_t thread;
-    struct trace_vcpu *trace;   /* NULL when not tracing */
+    struct trace_vcpu *trace;   /* the step recorder, for --trace and guest BTS */
+    struct guest_bts gbts;      /* the guest's own BTS MSRs */
+    struct lapic lapic;         /* LVT PMI, when KVM has no in-kernel APIC */
 };
 
 struct vm {
@@ -58,6 +62,7 @@ struct vm {
     struct vcpu *vcpus;
     struct iobus *io;
     struct trace_sink *sink;    /* NULL when not tracing */
+    bool guest_bts;             /* guest BTS MSRs are virtualised */
 
     /* First end wins; later ones are consequences of it. */
     pthread_mutex_t end_lock;

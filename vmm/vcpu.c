@@ -102,6 +102,7 @@ static void *vcpu_thread(void *arg)
     struct kvm_run *run = cpu->run;
 
     while (!vm_ending(vm)) {
+        lapic_inject_pending(cpu);
         if (ioctl(cpu->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 run->immediate_exit = 0;
@@ -114,15 +115,34 @@ static void *vcpu_thread(void *arg)
         switch (run->exit_reason) {
         case KVM_EXIT_IO:
             handle_io(cpu);
+            trace_note_completion(cpu->trace);
             break;
         case KVM_EXIT_MMIO:
-            /* No MMIO devices: reads see all ones, writes vanish, as on an empty bus. */
+            trace_note_completion(cpu->trace);
+            if (lapic_mmio(cpu, run->mmio.phys_addr, run->mmio.data,
+                           run->mmio.len > 8 ? 8 : run->mmio.len, run->mmio.is_write))
+                break;
+            /* Nothing else there: reads see all ones, writes vanish, as on an empty bus. */
             if (!run->mmio.is_write)
                 memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
             break;
         case KVM_EXIT_DEBUG:
-            if (cpu->trace)
+            if (cpu->trace->stepping)
                 trace_on_step(cpu->trace);
+            break;
+        case KVM_EXIT_X86_RDMSR:
+        {
+            uint64_t v = 0;
+            run->msr.error = !guest_bts_rdmsr(cpu, run->msr.index, &v);
+            run->msr.data = v;
+            break;
+        }
+        case KVM_EXIT_X86_WRMSR:
+            run->msr.error = !guest_bts_wrmsr(cpu, run->msr.index, run->msr.data);
+            if (trace_update_stepping(cpu->trace) < 0)
+                vm_request_end(vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
+            break;
+        case KVM_EXIT_IRQ_WINDOW_OPEN:
             break;
         case KVM_EXIT_HLT:
             vm_request_end(vm, VM_END_HALT, VBTS_EXIT_OK, "guest halted");
@@ -147,8 +167,7 @@ static void *vcpu_thread(void *arg)
             break;
         }
     }
-    if (cpu->trace)
-        trace_vcpu_stop(cpu->trace, stop_reason(atomic_load(&vm->end)));
+    trace_vcpu_stop(cpu->trace, stop_reason(atomic_load(&vm->end)));
     return NULL;
 }
 
@@ -165,7 +184,7 @@ int vcpu_run_all(struct vm *vm)
 
     for (int i = 0; i < vm->ncpus; i++) {
         struct vcpu *cpu = &vm->vcpus[i];
-        if (cpu->trace && trace_vcpu_start(cpu->trace) < 0) {
+        if (trace_vcpu_start(cpu->trace) < 0) {
             vm_request_end(vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
             return VBTS_EXIT_MONITOR;
         }

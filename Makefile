@@ -21,10 +21,12 @@ UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 STUB_SRC  := $(wildcard guest-stub/*.asm)
 STUB_BIN  := $(STUB_SRC:guest-stub/%.asm=$(BUILD)/guest-stub/%.bin)
 STUB_INC  := $(wildcard guest-stub/include/*.inc)
+BTS_SRC   := $(wildcard guest-stub/bts/*.asm)
+BTS_BIN   := $(BTS_SRC:guest-stub/bts/%.asm=$(BUILD)/guest-stub/bts/%.bin)
 
 all: $(BUILD)/vbts $(BUILD)/vbts-decode stubs
 
-stubs: $(STUB_BIN)
+stubs: $(STUB_BIN) $(BTS_BIN)
 
 $(BUILD)/%.o: %.c $(wildcard include/vbts/*.h vmm/*.h decoder/include/vbts/*.h decoder/lib/*.h)
 	@mkdir -p $(dir $@)
@@ -49,6 +51,11 @@ $(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.
 $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
 	@mkdir -p $(dir $@)
 	$(NASM) -f bin -Iguest-stub/include/ -DMAPFILE='"$(BUILD)/guest-stub/$*.map"' -o $@ $<
+
+# Guests that program BTS themselves and check their own records.
+$(BUILD)/guest-stub/bts/%.bin: guest-stub/bts/%.asm guest-stub/bts/bts.inc $(STUB_INC)
+	@mkdir -p $(dir $@)
+	$(NASM) -f bin -Iguest-stub/include/ -Iguest-stub/bts/ -o $@ $<
 
 deps:
 	@tests/deps.sh

@@ -133,10 +133,10 @@ static void ds_fault(struct vcpu *cpu, enum gmem_xlate why, uint64_t addr, bool 
         what = "is not guest RAM: records dropped";
         break;
     }
-    if (!g->warned)
+    if (!(g->warned & (1u << why)))
         fprintf(stderr, "vbts: vCPU %d: guest DS area or BTS buffer at 0x%llx %s, guest BTS off\n",
                 cpu->index, (unsigned long long)addr, what);
-    g->warned = true;
+    g->warned |= 1u << why;
 }
 
 void guest_bts_store(struct vcpu *cpu, const struct vbts_record *r, int cpl)

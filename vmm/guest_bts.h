@@ -44,7 +44,7 @@ struct guest_bts {
     uint64_t ds_area;
     uint64_t misc_enable;
     bool above_threshold;   /* PMI raised; re-armed when the index drops below */
-    bool warned;            /* the one log line about a bad DS area was printed */
+    unsigned warned;        /* bit per enum gmem_xlate: its one log line was printed */
 };
 
 void guest_bts_init(struct guest_bts *g);

@@ -55,7 +55,7 @@ $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
 # Guests that program BTS themselves and check their own records.
 $(BUILD)/guest-stub/bts/%.bin: guest-stub/bts/%.asm guest-stub/bts/bts.inc $(STUB_INC)
 	@mkdir -p $(dir $@)
-	$(NASM) -f bin -Iguest-stub/include/ -Iguest-stub/bts/ -o $@ $<
+	$(NASM) -f bin -Iguest-stub/include/ -Iguest-stub/bts/ -DMAPFILE='"$(@:.bin=.map)"' -o $@ $<
 
 deps:
 	@tests/deps.sh

@@ -1,0 +1,121 @@
+; SPDX-License-Identifier: MIT
+; bts_user: CPL qualification across privilege levels.  With BTS_OFF_OS set
+; only branches taken at CPL3 are stored: the kernel enters user mode with
+; iretq (taken at CPL0: not stored), user code jumps and enters the kernel
+; with `int 0x80` (both taken at CPL3: stored), and the kernel checks.
+; Needs a host that can single-step CPL3 code; on kvm_pvm vbts stops at the
+; iretq and says so (exit status 125).
+; Exit status 1 (debug-exit 0) on success; failing checks: 0x13 index,
+; 0x20+n record n.
+%define IDT64_VECTORS 0x81
+%include "multiboot.inc"
+%include "longmode.inc"
+%include "idt64.inc"
+%include "exit.inc"
+%include "bts.inc"
+
+SEL_UDATA       equ 0x20 | 3
+SEL_UCODE64     equ 0x28 | 3
+SEL_TSS         equ 0x30
+PTE_U           equ 1 << 2
+
+section .text
+bits 64
+main64:
+        xor r14d, r14d
+        lgdt [ugdt_desc]
+        ; TSS descriptor: base = tss, limit 0x67, type 9 (available 64-bit TSS)
+        mov rax, tss
+        mov rdx, rax
+        and edx, 0xffff
+        shl rdx, 16
+        or rdx, 0x67
+        mov rcx, rax
+        shr rcx, 16
+        and ecx, 0xff
+        shl rcx, 32
+        or rdx, rcx
+        mov rcx, 0x89
+        shl rcx, 40
+        or rdx, rcx
+        mov rcx, rax
+        shr rcx, 24
+        and ecx, 0xff
+        shl rcx, 56
+        or rdx, rcx
+        mov [ugdt + SEL_TSS], rdx
+        shr rax, 32
+        mov [ugdt + SEL_TSS + 8], rax
+        mov rax, stack_top
+        mov [tss + 4], rax              ; RSP0: the kernel stack for int 0x80
+        mov ax, SEL_TSS
+        ltr ax
+        ; Let CPL3 reach the first 2 MiB: U bit on every level of the map.
+        or qword [pml4], PTE_U
+        or qword [pdpt], PTE_U
+        or qword [pd], PTE_U
+        xor ecx, ecx
+.user:  or qword [pt0 + rcx * 8], PTE_U
+        inc ecx
+        cmp ecx, 512
+        jne .user
+        mov rax, cr3
+        mov cr3, rax
+        IDT64_SET 0x80, kernel_entry
+        mov word [idt64 + 0x80 * 16 + 4], 0xee00        ; DPL 3: int 0x80 from user
+        IDT64_LOAD
+        WRMSR64 MSR_DS_AREA, ds_area
+        WRMSR64 MSR_DEBUGCTL, DEBUGCTL_TR | DEBUGCTL_BTS | DEBUGCTL_OFF_OS
+        push SEL_UDATA
+        push user_stack_top
+        push 0x2                        ; RFLAGS: IF clear
+        push SEL_UCODE64
+        push user_entry
+iret_to_user:
+        iretq                           ; taken at CPL0: not stored
+
+user_entry:
+u1:     jmp u2                          ; record 1: u1 -> u2 (CPL3)
+        ud2
+u2:     int 0x80                        ; record 2: u2 -> kernel_entry (CPL3)
+
+kernel_entry:
+        WRMSR64 MSR_DEBUGCTL, 0
+        mov rax, [ds_area + DS_INDEX]
+        CHECK_EQ rax, bts_buf + 2 * BTS_REC, 0x13
+        CHECKS_PASSED
+        CHECK_RECORDS bts_buf, expect, 2, 0x20
+        DEBUG_EXIT 0                    ; @exit 0
+
+section .data
+        align 16, db 0
+ugdt:
+        dq 0                            ; 0x00
+        dq 0x00cf9a000000ffff           ; 0x08 code32
+        dq 0x00cf92000000ffff           ; 0x10 data
+        dq 0x00af9a000000ffff           ; 0x18 code64 (CPL0)
+        dq 0x00cff2000000ffff           ; 0x20 data, DPL3
+        dq 0x00affa000000ffff           ; 0x28 code64, DPL3
+        dq 0, 0                         ; 0x30 TSS, filled in at run time
+ugdt_end:
+        align 4, db 0
+        dw 0
+ugdt_desc:
+        dw ugdt_end - ugdt - 1
+        dq ugdt
+        align 16, db 0
+tss:
+        times 0x68 db 0
+        align 16, db 0
+user_stack:
+        times 512 db 0
+user_stack_top:
+        align 64, db 0
+ds_area:
+        dq bts_buf, bts_buf, bts_buf + 4 * BTS_REC, bts_buf + 5 * BTS_REC
+        times 32 dq 0
+bts_buf:
+        times 4 * BTS_REC db 0
+expect:
+        dq u1, u2
+        dq u2, kernel_entry

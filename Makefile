@@ -8,8 +8,9 @@ PREFIX  ?= /usr/local
 CC      ?= cc
 SANFLAGS ?=
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include -Ivmm $(SANFLAGS)
-LDFLAGS += -pthread $(SANFLAGS)
+# Flags the build needs whatever CFLAGS the caller sets (make check sets its own).
+REQ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include -Ivmm
+REQ_LDFLAGS := -pthread
 NASM    ?= nasm
 
 VMM_SRC   := $(filter-out vmm/main.c,$(wildcard vmm/*.c))
@@ -30,7 +31,7 @@ stubs: $(STUB_BIN) $(BTS_BIN)
 
 $(BUILD)/%.o: %.c $(wildcard include/vbts/*.h vmm/*.h decoder/include/vbts/*.h decoder/lib/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -c $< -o $@
+	$(CC) $(REQ_CFLAGS) $(CFLAGS) $(SANFLAGS) -MMD -c $< -o $@
 
 $(BUILD)/libvmm.a: $(VMM_OBJ)
 	$(AR) rcs $@ $^
@@ -39,13 +40,13 @@ $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/vbts: $(BUILD)/vmm/main.o $(BUILD)/libvmm.a
-	$(CC) $(LDFLAGS) -o $@ $^ -lZydis -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
 
 $(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/libvbtsdecode.a
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^
 
 $(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion -lZydis -lelf -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -lelf
 
 # Flat multiboot images (a.out kludge) and a symbol map for the test tools.
 $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
@@ -77,6 +78,9 @@ demo: deps
 install: $(BUILD)/vbts $(BUILD)/vbts-decode
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 0644 decoder/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 decoder/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 
 clean:
 	rm -rf build build-san

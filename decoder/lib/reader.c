@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Incremental reader of a vbts stream.  It only consumes a structure once
+ * all its bytes are buffered, so a non-blocking fd can return
+ * VBTS_ERR_AGAIN at any point and the next call resumes where it stopped.
+ * Memory use is fixed: one read buffer and one slot per vCPU (at most
+ * 65536, the range of the 16-bit cpu field), whatever the counts say.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <vbts/decode.h>
+#include "le.h"
+
+#define BUF_SIZE       (64 * 1024)
+#define FILE_HDR_SIZE  32
+#define CHUNK_HDR_SIZE 24
+#define MAX_CPUS       65536u
+
+enum state { ST_HEADER, ST_SKIP, ST_BODY };
+
+struct cpu_seq {
+    uint64_t next;  /* seq the next chunk of this vCPU must carry */
+    int seen;       /* no chunk yet: any first seq is accepted */
+};
+
+struct vbts_reader {
+    int fd;                       /* -1 for a memory reader */
+    unsigned char *buf;           /* our buffer (fd readers only) */
+    const unsigned char *data;    /* buf, or the caller's memory */
+    size_t pos, len;              /* unconsumed bytes: data[pos..len) */
+    uint64_t off;                 /* stream offset of data[pos] */
+    enum state state;
+    uint64_t skip;                /* extra header bytes left to skip */
+    struct vbts_file_header hdr;
+    struct cpu_seq *cpus;
+    uint16_t cpu;                 /* chunk being read */
+    uint32_t left;                /* its records not yet returned */
+    uint64_t seq;                 /* seq of its next record */
+    int err;                      /* sticky error, 0 if none */
+    int err_errno;                /* errno of a VBTS_ERR_IO */
+    uint64_t err_off;
+};
+
+static struct vbts_reader *alloc_reader(void)
+{
+    struct vbts_reader *r = calloc(1, sizeof(*r));
+    if (r)
+        r->fd = -1;
+    return r;
+}
+
+struct vbts_reader *vbts_reader_new(int fd)
+{
+    if (fd < 0) {
+        errno = EBADF;
+        return NULL;
+    }
+    struct vbts_reader *r = alloc_reader();
+    if (!r)
+        return NULL;
+    r->buf = malloc(BUF_SIZE);
+    if (!r->buf) {
+        free(r);
+        return NULL;
+    }
+    r->fd = fd;
+    r->data = r->buf;
+    return r;
+}
+
+struct vbts_reader *vbts_reader_new_mem(const void *buf, size_t size)
+{
+    if (!buf && size) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct vbts_reader *r = alloc_reader();
+    if (r) {
+        /* (NULL, 0) is an empty stream; memcmp() must not see NULL. */
+        r->data = buf ? buf : (const void *)"";
+        r->len = size;
+    }
+    return r;
+}
+
+void vbts_reader_free(struct vbts_reader *r)
+{
+    if (!r)
+        return;
+    free(r->cpus);
+    free(r->buf);
+    free(r);
+}
+
+static int fail(struct vbts_reader *r, int err, uint64_t off)
+{
+    r->err = err;
+    r->err_errno = errno;
+    r->err_off = off;
+    return err;
+}
+
+static size_t avail(const struct vbts_reader *r)
+{
+    return r->len - r->pos;
+}
+
+/*
+ * Make need bytes (<= BUF_SIZE) available: 1 when they are, 0 at end of
+ * stream before that, VBTS_ERR_AGAIN or VBTS_ERR_IO.  A pipe or socket may
+ * return any short count, so we loop; the bytes that did arrive stay
+ * buffered across VBTS_ERR_AGAIN.
+ */
+static int fill(struct vbts_reader *r, size_t need)
+{
+    while (avail(r) < need) {
+        if (r->fd < 0)
+            return 0;
+        /* Fewer than need (<= 32) bytes to move: cheap, and each read()
+         * then gets the whole buffer. */
+        if (r->pos > 0) {
+            memmove(r->buf, r->buf + r->pos, avail(r));
+            r->len -= r->pos;
+            r->pos = 0;
+        }
+        ssize_t n = read(r->fd, r->buf + r->len, BUF_SIZE - r->len);
+        if (n > 0)
+            r->len += (size_t)n;
+        else if (n == 0)
+            return 0;
+        else if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return VBTS_ERR_AGAIN;
+        else if (errno != EINTR)
+            return fail(r, VBTS_ERR_IO, r->off);
+    }
+    return 1;
+}
+
+static void consume(struct vbts_reader *r, size_t n)
+{
+    r->pos += n;
+    r->off += n;
+}
+
+static int parse_header(struct vbts_reader *r)
+{
+    int rc = fill(r, FILE_HDR_SIZE);
+    if (rc < 0)
+        return rc;
+    const unsigned char *p = r->data + r->pos;
+    size_t n = avail(r) < VBTS_MAGIC_LEN ? avail(r) : VBTS_MAGIC_LEN;
+    /* A short non-vbts file is "not vbts", not a truncated vbts file. */
+    if (memcmp(p, VBTS_MAGIC, n) != 0)
+        return fail(r, VBTS_ERR_BAD_MAGIC, 0);
+    if (!rc)
+        return fail(r, VBTS_ERR_TRUNC_HEADER, 0);
+
+    struct vbts_file_header *h = &r->hdr;
+    memcpy(h->magic, p, VBTS_MAGIC_LEN);
+    h->version_major = vbts_le16(p + 8);
+    h->version_minor = vbts_le16(p + 10);
+    h->header_size = vbts_le32(p + 12);
+    h->record_size = vbts_le32(p + 16);
+    h->flags = vbts_le32(p + 20);
+    h->ncpus = vbts_le32(p + 24);
+    h->reserved = vbts_le32(p + 28);
+    /* Minor versions only add what old readers may skip; majors may not. */
+    if (h->version_major != VBTS_VERSION_MAJOR)
+        return fail(r, VBTS_ERR_VERSION, 8);
+    if (h->header_size < FILE_HDR_SIZE)
+        return fail(r, VBTS_ERR_HEADER_SIZE, 12);
+    if (h->record_size != VBTS_RECORD_SIZE)
+        return fail(r, VBTS_ERR_RECORD_SIZE, 16);
+    if (h->reserved != 0)
+        return fail(r, VBTS_ERR_RESERVED, 28);
+
+    size_t ncpus = h->ncpus < MAX_CPUS ? h->ncpus : MAX_CPUS;
+    r->cpus = calloc(ncpus ? ncpus : 1, sizeof(*r->cpus));
+    if (!r->cpus)
+        return fail(r, VBTS_ERR_NOMEM, 0);
+    consume(r, FILE_HDR_SIZE);
+    r->skip = h->header_size - FILE_HDR_SIZE;
+    r->state = ST_SKIP;
+    return 0;
+}
+
+/* Skip by reading, not seeking: pipes and sockets cannot seek. */
+static int skip_header(struct vbts_reader *r)
+{
+    while (r->skip > 0) {
+        int rc = fill(r, 1);
+        if (rc < 0)
+            return rc;
+        if (!rc)
+            return fail(r, VBTS_ERR_TRUNC_HEADER, 0);
+        size_t n = avail(r) < r->skip ? avail(r) : (size_t)r->skip;
+        consume(r, n);
+        r->skip -= n;
+    }
+    r->state = ST_BODY;
+    return 0;
+}
+
+int vbts_reader_header(struct vbts_reader *r, struct vbts_file_header *hdr)
+{
+    if (!r)
+        return VBTS_ERR_INVAL;
+    int rc = 0;
+    if (r->state == ST_HEADER && !r->err)
+        rc = parse_header(r);
+    if (rc == 0 && r->state == ST_SKIP && !r->err)
+        rc = skip_header(r);
+    if (rc < 0)
+        return rc;
+    /* A sticky error from the header stage; later errors keep the header. */
+    if (r->state != ST_BODY) {
+        errno = r->err_errno;
+        return r->err;
+    }
+    if (hdr)
+        *hdr = r->hdr;
+    return 0;
+}
+
+static int parse_chunk(struct vbts_reader *r)
+{
+    const unsigned char *p = r->data + r->pos;
+    uint64_t off = r->off;
+    uint16_t cpu = vbts_le16(p + 4);
+    uint32_t count = vbts_le32(p + 8);
+    uint64_t seq = vbts_le64(p + 16);
+
+    if (vbts_le32(p) != VBTS_CHUNK_MAGIC)
+        return fail(r, VBTS_ERR_CHUNK_MAGIC, off);
+    if (cpu >= r->hdr.ncpus)
+        return fail(r, VBTS_ERR_CPU, off + 4);
+    if (vbts_le16(p + 6) != 0)
+        return fail(r, VBTS_ERR_RESERVED, off + 6);
+    if (vbts_le32(p + 12) != 0)
+        return fail(r, VBTS_ERR_RESERVED, off + 12);
+    struct cpu_seq *c = &r->cpus[cpu];
+    if (c->seen && seq != c->next)
+        return fail(r, seq > c->next ? VBTS_ERR_SEQ_GAP : VBTS_ERR_SEQ_BACK, off + 16);
+
+    c->seen = 1;
+    c->next = seq + count;  /* wraps modulo 2^64, like seq itself */
+    r->cpu = cpu;
+    r->left = count;
+    r->seq = seq;
+    consume(r, CHUNK_HDR_SIZE);
+    return 0;
+}
+
+static void decode_record(struct vbts_reader *r, struct vbts_event *ev)
+{
+    const unsigned char *p = r->data + r->pos;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->rec.from = vbts_le64(p);
+    ev->rec.to = vbts_le64(p + 8);
+    ev->rec.flags = vbts_le64(p + 16);
+    ev->offset = r->off;
+    ev->seq = r->seq;
+    ev->cpu = r->cpu;
+    if (vbts_record_is_marker(&ev->rec)) {
+        ev->is_marker = 1;
+        ev->qualifier = (uint8_t)vbts_marker_qual(&ev->rec);
+        ev->aux = vbts_marker_aux(&ev->rec);
+    } else if (r->hdr.flags & VBTS_FILE_F_KIND) {
+        ev->kind = (uint8_t)vbts_record_kind(&ev->rec);
+    }
+    consume(r, VBTS_RECORD_SIZE);
+    r->left--;
+    r->seq++;
+}
+
+int vbts_reader_next(struct vbts_reader *r, struct vbts_event *ev)
+{
+    if (!r || !ev)
+        return VBTS_ERR_INVAL;
+    int rc = vbts_reader_header(r, NULL);
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        if (r->err) {
+            errno = r->err_errno;
+            return r->err;
+        }
+        if (r->left > 0) {
+            rc = fill(r, VBTS_RECORD_SIZE);
+            if (rc < 0)
+                return rc;
+            if (!rc)
+                return fail(r, VBTS_ERR_TRUNC_RECORD, r->off);
+            decode_record(r, ev);
+            return 1;
+        }
+        rc = fill(r, CHUNK_HDR_SIZE);
+        if (rc < 0)
+            return rc;
+        if (!rc)
+            return avail(r) ? fail(r, VBTS_ERR_TRUNC_CHUNK, r->off) : 0;
+        rc = parse_chunk(r);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+uint64_t vbts_reader_offset(const struct vbts_reader *r)
+{
+    if (!r)
+        return 0;
+    return r->err ? r->err_off : r->off;
+}
+
+size_t vbts_reader_buffered(const struct vbts_reader *r)
+{
+    return r ? avail(r) : 0;
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# oracle.t: the test oracles themselves (tests/oracle/), on made-up input:
+# no QEMU, KVM or nasm needed.
+#   qemu-branches --from-log: derivation rules on a synthetic QEMU log;
+#   bts-expect: the annotation syntax on a synthetic stub and map.
+. "$(dirname "$0")/tap.sh"
+
+plan 8
+
+# --- qemu-branches -------------------------------------------------------------
+t() { printf 'Trace 0: 0x7f0000001000 [0000000000000000/%016x/0000c0b0/ff000201] \n' "$1"; }
+{
+    echo "SMM: enter"                                      # BIOS noise, not filtered
+    echo "Servicing hardware INT=0x08"
+    echo "IN: "
+    echo "0x00100000:  eb 02                    jmp      0x100004"
+    echo ""
+    t 0x100000
+    echo "----------------"
+    echo "IN: "
+    echo "0x00100004:  48 bc 30 20 10 00 00 00  movabsq  \$0x102030, %rsp"
+    echo "0x0010000c:  00 00"                              # 10-byte insn
+    echo ""
+    t 0x100004
+    echo "IN: "
+    echo "0x0010000e:  75 10                    jne      0x100020"
+    echo ""
+    t 0x10000e                                             # not taken
+    echo "IN: "
+    echo "0x00100010:  f3 a4                    rep movsb (%rsi), %es:(%rdi)"
+    echo ""
+    t 0x100010; t 0x100010; t 0x100010                     # rep iterations
+    echo "IN: "
+    echo "0x00100012:  0f 0b                    ud2      "
+    echo ""
+    t 0x100012
+    echo "check_exception old: 0xffffffff new 0x6"
+    echo "     0: v=06 e=0000 i=0 cpl=0 IP=0018:0000000000100012 pc=0000000000100012 SP=0010:0000000000102030 env->regs[R_EAX]=0000000000000000"
+    echo "RAX=0000000000000000 RBX=0000000000000000 RCX=0000000000000000 RDX=0000000000000000"
+    echo "IN: "
+    echo "0x00100040:  48 cf                    iretq    "
+    echo ""
+    t 0x100040
+    echo "IN: "
+    echo "0x00100014:  e2 fe                    loop     0x100014"
+    echo ""
+    t 0x100014; t 0x100014; t 0x100014                     # 2 taken, 1 not
+    echo "IN: "
+    echo "0x00100016:  e8 00 00 10 00           callq    0x200016"
+    echo ""
+    t 0x100016                                             # leaves the range
+    echo "IN: "
+    echo "0x00100200:  e6 f4                    outb     %al, \$0xf4"
+    echo ""
+    t 0x100200
+} >"$TMP/ok.log"
+cat >"$TMP/ok.want" <<'EOW'
+0x100000 0x100004
+0x100012 0x100040
+0x100040 0x100014
+0x100014 0x100014
+0x100014 0x100014
+EOW
+if "$ORACLE/qemu-branches" --from-log "$TMP/ok.log" --range 0x100000+0x1000 x >"$TMP/ok.got" 2>"$TMP/ok.err" &&
+   compare_records "$TMP/ok.want" "$TMP/ok.got" "" ""; then
+    ok "qemu-branches: jmp, jcc not taken, long insn, rep, exception, iretq, loop, range"
+else
+    diag_file "$TMP/ok.err"
+    not_ok "qemu-branches: jmp, jcc not taken, long insn, rep, exception, iretq, loop, range"
+fi
+
+{
+    echo "IN: "
+    echo "0x00100000:  90                       nop      "
+    echo ""
+    t 0x100000
+    echo "IN: "
+    echo "0x00100008:  90                       nop      "
+    echo ""
+    t 0x100008
+} >"$TMP/bad.log"
+if "$ORACLE/qemu-branches" --from-log "$TMP/bad.log" --range 0x100000+0x1000 x >/dev/null 2>"$TMP/bad.err"; then
+    not_ok "qemu-branches: an unexplained transfer is an error"
+elif grep -q "unexplained transfer 0x100000 -> 0x100008" "$TMP/bad.err"; then
+    ok "qemu-branches: an unexplained transfer is an error"
+else
+    diag_file "$TMP/bad.err"
+    not_ok "qemu-branches: an unexplained transfer is an error"
+fi
+
+# --- bts-expect ----------------------------------------------------------------
+mkdir -p "$TMP/s/include"
+cat >"$TMP/s/include/inc.inc" <<'EOA'
+entry:
+        nop
+ent_jmp:
+        jmp main                ; @bts -> main
+EOA
+cat >"$TMP/s/stub.asm" <<'EOA'
+%include "inc.inc"
+%macro M 0
+%%x:    nop
+%endmacro
+main:
+.a:     jmp .b                  ; @bts -> .b
+.b:     call f                  ; @bts -> f
+        ; @bts f.r -> .c
+.c:     M
+; @repeat 2
+        ; @bts .l -> .c x2
+        ; @bts .l2 -> .c+1  (a comment)
+; @end
+.l:     jnz .c
+.l2:    jnz .c+1
+        ; @bts 0x10 -> main-0x10
+; @exit 0x21
+f:      nop
+.r:     ret
+EOA
+cat >"$TMP/s/stub.map" <<'EOA'
+
+- NASM Map file ---------------------------------------------------------------
+
+-- Symbols --------------------------------------------------------------------
+
+---- No Section ---------------------------------------------------------------
+
+Value     Name
+00000010  SOMETHING
+
+
+---- Section .text ------------------------------------------------------------
+
+Real              Virtual           Name
+          100000            100000  entry
+          100001            100001  ent_jmp
+          100003            100003  main
+          100003            100003  main.a
+          100005            100005  main.b
+          10000A            10000A  main.c
+          10000A            10000A  ..@1.x
+          10000B            10000B  main.l
+          10000D            10000D  main.l2
+          100010            100010  f
+          100011            100011  f.r
+EOA
+cat >"$TMP/s.want" <<'EOW'
+0x100001 0x100003
+0x100003 0x100005
+0x100005 0x100010
+0x100011 0x10000a
+0x10000b 0x10000a
+0x10000b 0x10000a
+0x10000d 0x10000b
+0x10000b 0x10000a
+0x10000b 0x10000a
+0x10000d 0x10000b
+0x10 0xffff3
+EOW
+if "$ORACLE/bts-expect" --map "$TMP/s/stub.map" "$TMP/s/stub.asm" >"$TMP/s.got" 2>"$TMP/s.err" &&
+   compare_records "$TMP/s.want" "$TMP/s.got" "" ""; then
+    ok "bts-expect: includes, local labels, label lines, xN, @repeat, offsets"
+else
+    diag_file "$TMP/s.err"
+    not_ok "bts-expect: includes, local labels, label lines, xN, @repeat, offsets"
+fi
+if [ "$("$ORACLE/bts-expect" --exit-status "$TMP/s/stub.asm" 2>&1)" = 67 ]; then
+    ok "bts-expect: @exit 0x21 gives exit status 67"
+else
+    not_ok "bts-expect: @exit 0x21 gives exit status 67"
+fi
+
+# expect_error NAME PATTERN: the stub $TMP/e.asm is rejected with PATTERN.
+expect_error() {
+    if "$ORACLE/bts-expect" --map "$TMP/s/stub.map" -I "$TMP/s/include" "$TMP/e.asm" >/dev/null 2>"$TMP/e.err"; then
+        not_ok "bts-expect rejects $1 (it did not)"
+    elif grep -q "$2" "$TMP/e.err"; then
+        ok "bts-expect rejects $1"
+    else
+        diag_file "$TMP/e.err"
+        not_ok "bts-expect rejects $1 (wrong message)"
+    fi
+}
+printf 'main:\n        nop\n        jmp main   ; @bts -> main\n' >"$TMP/e.asm"
+expect_error "'-> TO' on an unlabelled line" "needs a label"
+printf 'main:  jmp .nowhere   ; @bts -> .nowhere\n' >"$TMP/e.asm"
+expect_error "an unknown symbol" "unknown symbol 'main.nowhere'"
+printf '%%macro M 0\n  jmp x ; @bts -> x\n%%endmacro\n' >"$TMP/e.asm"
+expect_error "an annotation in a macro" "inside a macro"
+printf '; @repeat 2\nmain: jmp main ; @bts -> main\n' >"$TMP/e.asm"
+expect_error "@repeat without @end" "@repeat without @end"

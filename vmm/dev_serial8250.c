@@ -70,6 +70,11 @@ static void serial_out(struct io_device *dev, struct vcpu *cpu, uint16_t off, co
     s->regs[off] = data[0];
 }
 
+static void serial_release(struct io_device *dev)
+{
+    free(dev->opaque);
+}
+
 int serial8250_register(struct iobus *bus, uint16_t base, int out_fd)
 {
     struct serial8250 *s = calloc(1, sizeof(*s));
@@ -77,6 +82,11 @@ int serial8250_register(struct iobus *bus, uint16_t base, int out_fd)
         return vbts_fail("out of memory");
     s->out_fd = out_fd;
     s->dev = (struct io_device){ .name = "8250 serial", .base = base, .len = 8,
-                                 .opaque = s, .in = serial_in, .out = serial_out };
-    return iobus_register(bus, &s->dev);
+                                 .opaque = s, .in = serial_in, .out = serial_out,
+                                 .release = serial_release };
+    if (iobus_register(bus, &s->dev) < 0) {
+        free(s);
+        return -1;
+    }
+    return 0;
 }

@@ -19,6 +19,14 @@ int iobus_register(struct iobus *bus, struct io_device *dev)
     return 0;
 }
 
+void iobus_destroy(struct iobus *bus)
+{
+    for (int i = 0; i < bus->n; i++)
+        if (bus->dev[i]->release)
+            bus->dev[i]->release(bus->dev[i]);
+    bus->n = 0;
+}
+
 void iobus_access(struct iobus *bus, struct vcpu *cpu, uint16_t port, int is_out,
                   uint8_t *data, int size)
 {

@@ -15,6 +15,7 @@ struct io_device {
     /* size is 1, 2 or 4; data is the KVM I/O buffer, little-endian. */
     void (*in)(struct io_device *dev, struct vcpu *cpu, uint16_t off, uint8_t *data, int size);
     void (*out)(struct io_device *dev, struct vcpu *cpu, uint16_t off, const uint8_t *data, int size);
+    void (*release)(struct io_device *dev);     /* frees the device, if it owns memory */
 };
 
 #define IOBUS_MAX_DEVICES 16
@@ -25,6 +26,7 @@ struct iobus {
 };
 
 int iobus_register(struct iobus *bus, struct io_device *dev);
+void iobus_destroy(struct iobus *bus);
 /* Unclaimed ports read as all ones and ignore writes, as on a PC. */
 void iobus_access(struct iobus *bus, struct vcpu *cpu, uint16_t port, int is_out,
                   uint8_t *data, int size);

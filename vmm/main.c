@@ -182,6 +182,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < vm.ncpus; i++)
         trace_vcpu_free(vm.vcpus[i].trace);
+    iobus_destroy(&io);
     kvm_vm_destroy(&vm);
     return status;
 }

@@ -16,16 +16,20 @@
 #include <time.h>
 #include <unistd.h>
 #include <vbts/decode.h>
+#include <vbts/symbols.h>
 
 #define OUT_SIZE  (256 * 1024)
-#define LINE_MAX_ 256   /* longer than any line we format */
+#define LINE_MAX_ 1024  /* longer than any line we format (symbols are cut at SYM_MAX) */
+#define SYM_MAX   400
 
 static const char usage[] =
-    "Usage: vbts-decode [--format text|json] FILE|-\n"
+    "Usage: vbts-decode [--format text|json] [--symbols FILE] FILE|-\n"
     "Print the branch records of a vbts trace (FILE, or - for stdin).\n"
     "\n"
     "  -f, --format=FMT  text (default): one line per record, like perf script\n"
     "                    json: one JSON object per line\n"
+    "  -s, --symbols=MAP symbols for from/to as func+0xoff: System.map,\n"
+    "                    /proc/kallsyms text, or an ELF file (vmlinux)\n"
     "  -h, --help        print this help and exit\n"
     "  -V, --version     print the version and exit\n"
     "\n"
@@ -136,6 +140,27 @@ static char *put_time(char *p, uint64_t ns)
                        (unsigned)(ns % 1000000000u));
 }
 
+static struct vbts_symtab *symtab;
+
+/* name+0xoff, cut at SYM_MAX; for JSON, quotes and controls escaped. */
+static char *put_sym(char *p, uint64_t addr, int json)
+{
+    char buf[SYM_MAX + 32];
+    vbts_symtab_format(symtab, addr, buf, sizeof(buf));
+    for (const char *c = buf; *c && c - buf < SYM_MAX; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (json && (ch == '"' || ch == '\\')) {
+            *p++ = '\\';
+            *p++ = (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            *p++ = '?';
+        } else {
+            *p++ = (char)ch;
+        }
+    }
+    return p;
+}
+
 static void text_event(const struct vbts_event *ev)
 {
     char *p = put_cpu(line(), ev->cpu);
@@ -146,6 +171,12 @@ static void text_event(const struct vbts_event *ev)
         p = put_hex16(p, ev->rec.to);
         p = put_str(p, "  ");
         p = put_name(p, vbts_kind_name(ev->kind), "kind-", ev->kind);
+        if (symtab) {
+            p = put_str(p, "  ");
+            p = put_sym(p, ev->rec.from, 0);
+            p = put_str(p, " -> ");
+            p = put_sym(p, ev->rec.to, 0);
+        }
     } else {
         p = put_str(p, "-- ");
         p = put_name(p, vbts_marker_name(ev->qualifier), "marker-", ev->qualifier);
@@ -194,6 +225,12 @@ static void json_event(const struct vbts_event *ev)
         p = put_hex(p, ev->rec.to);
         p = put_str(p, "\",\"kind\":\"");
         p = put_name(p, vbts_kind_name(ev->kind), "kind-", ev->kind);
+        if (symtab) {
+            p = put_str(p, "\",\"from_sym\":\"");
+            p = put_sym(p, ev->rec.from, 1);
+            p = put_str(p, "\",\"to_sym\":\"");
+            p = put_sym(p, ev->rec.to, 1);
+        }
         p = put_str(p, "\"}\n");
         out_len = (size_t)(p - out);
         return;
@@ -270,6 +307,20 @@ int main(int argc, char **argv)
             if (i + 1 >= argc)
                 return usage_error("option '%s' needs an argument", a);
             val = argv[++i];
+        } else if (!strcmp(a, "-s") || !strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
+            const char *file = a[1] == '-' && a[9] == '=' ? a + 10 : NULL;
+            if (!file) {
+                if (i + 1 >= argc)
+                    return usage_error("option '%s' needs an argument", a);
+                file = argv[++i];
+            }
+            char err[512];
+            vbts_symtab_free(symtab);
+            symtab = vbts_symtab_load(file, err, sizeof(err));
+            if (!symtab) {
+                fprintf(stderr, "vbts-decode: %s\n", err);
+                return 1;
+            }
         } else {
             return usage_error("unknown option '%s'", a);
         }

@@ -39,7 +39,7 @@ $(BUILD)/libvmm.a: $(VMM_OBJ)
 $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILD)/vbts: $(BUILD)/vmm/main.o $(BUILD)/libvmm.a
+$(BUILD)/vbts: $(BUILD)/vmm/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
 
 $(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/libvbtsdecode.a

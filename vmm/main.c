@@ -29,6 +29,13 @@ static const char usage[] =
     "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
     "  -a, --append CMDLINE  kernel command line passed in the multiboot info\n"
     "  -t, --trace FILE      record the branch trace into FILE (docs/format.md)\n"
+    "      --symbols FILE    guest symbols: System.map, /proc/kallsyms text or ELF\n"
+    "      --trace-start ADDR|SYMBOL  run untraced until a vCPU gets there\n"
+    "      --trace-stop ADDR|SYMBOL   end the trace when a vCPU gets there\n"
+    "      --max-branches N  end the trace after N branch records (all vCPUs)\n"
+    "      --cpl kernel|user|all  record branches taken at CPL0, CPL>0, or both\n"
+    "      --cr3 VALUE       record only while CR3 holds this page-table base\n"
+    "      --verify-flow     check every record against straight-line code; count violations\n"
     "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
     "      --kvm PATH        KVM device (default /dev/kvm)\n"
     "  -q, --quiet           no trace summary on stderr\n"
@@ -100,6 +107,10 @@ int main(int argc, char **argv)
         break;
     }
 
+    struct trace_config tcfg;
+    if (trace_config_build(&tcfg, &o) < 0)
+        die("%s", vbts_last_error());
+
     uint8_t *image;
     size_t image_size;
     if (loader_read_file(o.guest, &image, &image_size) < 0)
@@ -115,6 +126,7 @@ int main(int argc, char **argv)
     struct iobus io = { 0 };
     vm.io = &io;
     vm.guest_bts = o.guest_bts;
+    vm.tcfg = &tcfg;
     if (kvm_vm_create(&vm, o.kvm_path, o.memory, 1) < 0)
         die("%s", vbts_last_error());
     if (vm.guest_bts && guest_bts_install(vm.vm_fd) < 0)
@@ -164,6 +176,11 @@ int main(int argc, char **argv)
     if (end == VM_END_CRASH || end == VM_END_MONITOR || end == VM_END_SIGNAL)
         fprintf(stderr, "vbts: %s\n", vm.end_msg);
 
+    /* Asked for explicitly: printed even with --quiet. */
+    if (tcfg.verify_flow)
+        fprintf(stderr, "vbts: verify-flow: %llu records checked, %llu violations\n",
+                (unsigned long long)atomic_load(&tcfg.flow_checked),
+                (unsigned long long)atomic_load(&tcfg.flow_violations));
     if (vm.sink) {
         uint64_t branches = 0, steps = 0;
         for (int i = 0; i < vm.ncpus; i++) {

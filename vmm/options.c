@@ -38,16 +38,38 @@ int options_parse_size(const char *s, uint64_t *bytes)
     return 0;
 }
 
+/* Decimal, or hex with 0x; nothing else, no sign. */
+int parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 16 : 10);
+    if (errno || end == s || *end)
+        return -1;
+    *v = x;
+    return 0;
+}
+
 enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                               char *err, size_t errlen)
 {
-    enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS };
+    enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
+           OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
         { "trace", required_argument, NULL, 't' },
         { "kvm", required_argument, NULL, OPT_KVM },
         { "no-guest-bts", no_argument, NULL, OPT_NO_GUEST_BTS },
+        { "symbols", required_argument, NULL, OPT_SYMBOLS },
+        { "trace-start", required_argument, NULL, OPT_TRACE_START },
+        { "trace-stop", required_argument, NULL, OPT_TRACE_STOP },
+        { "max-branches", required_argument, NULL, OPT_MAX_BRANCHES },
+        { "cpl", required_argument, NULL, OPT_CPL },
+        { "cr3", required_argument, NULL, OPT_CR3 },
+        { "verify-flow", no_argument, NULL, OPT_VERIFY_FLOW },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION_ },
@@ -80,6 +102,35 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             break;
         case OPT_KVM: o->kvm_path = optarg; break;
         case OPT_NO_GUEST_BTS: o->guest_bts = false; break;
+        case OPT_SYMBOLS: o->symbols = optarg; break;
+        case OPT_TRACE_START: o->trace_start = optarg; break;
+        case OPT_TRACE_STOP: o->trace_stop = optarg; break;
+        case OPT_MAX_BRANCHES:
+            if (parse_u64(optarg, &o->max_branches) < 0 || o->max_branches == 0) {
+                snprintf(err, errlen, "--max-branches: '%s' is not a positive number", optarg);
+                return OPT_ERROR;
+            }
+            break;
+        case OPT_CPL:
+            if (!strcmp(optarg, "all"))
+                o->cpl = 0;
+            else if (!strcmp(optarg, "kernel"))
+                o->cpl = 1;
+            else if (!strcmp(optarg, "user"))
+                o->cpl = 2;
+            else {
+                snprintf(err, errlen, "--cpl: '%s' is not kernel, user or all", optarg);
+                return OPT_ERROR;
+            }
+            break;
+        case OPT_CR3:
+            if (parse_u64(optarg, &o->cr3) < 0) {
+                snprintf(err, errlen, "--cr3: '%s' is not a number", optarg);
+                return OPT_ERROR;
+            }
+            o->have_cr3 = true;
+            break;
+        case OPT_VERIFY_FLOW: o->verify_flow = true; break;
         case 'q': o->quiet = true; break;
         case 'h': return OPT_HELP;
         case OPT_VERSION_: return OPT_VERSION;

@@ -15,6 +15,26 @@
 
 struct trace_sink;
 
+enum trace_cpl { TRACE_CPL_ALL, TRACE_CPL_KERNEL, TRACE_CPL_USER };
+enum trace_window { WINDOW_WAITING, WINDOW_OPEN, WINDOW_CLOSED };
+
+/* What to trace, shared by all vCPUs (--trace-start/stop, filters). */
+struct trace_config {
+    bool have_start, have_stop, have_cr3;
+    uint64_t start, stop;       /* linear addresses of the window's triggers */
+    uint64_t cr3;               /* --cr3: page-table base to trace (bits 12..51) */
+    uint64_t max_branches;      /* 0: no limit; else the total over all vCPUs */
+    enum trace_cpl cpl;
+    bool verify_flow;
+    atomic_int window;          /* enum trace_window */
+    _Atomic uint64_t emitted;   /* branch records written, all vCPUs */
+    _Atomic uint64_t flow_checked, flow_violations;
+};
+
+struct vbts_options;
+/* Fill `c` from the options; -1 with the error set (bad trigger, no --trace). */
+int trace_config_build(struct trace_config *c, const struct vbts_options *o);
+
 struct trace_sink *trace_sink_open(const char *path, int ncpus);
 /* Returns -1 (error set) if anything could not be written. */
 int trace_sink_close(struct trace_sink *s);
@@ -32,6 +52,13 @@ struct trace_vcpu {
     bool pred_valid;
     bool stepping;              /* single-step is armed in KVM */
     int event_vector;           /* event the monitor injected, not yet seen, or -1 */
+    bool tracing;               /* inside the window: records go to the sink */
+    bool bp_armed;              /* hardware breakpoint on the start trigger */
+    uint64_t cr3;               /* guest context of the last step */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC at this vCPU's START */
+    uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */
+    bool flow_valid;
+    struct kvm_sregs flow_sregs;/* the mode that code ran in */
     bool stopped;
 };
 
@@ -46,8 +73,12 @@ int trace_update_stepping(struct trace_vcpu *t);
 void trace_note_completion(struct trace_vcpu *t);
 /* The monitor injected `vector`: the next step shows its delivery. */
 void trace_note_event(struct vcpu *cpu, int vector);
-/* Called for every KVM_EXIT_DEBUG: record what the last step did. */
-int trace_on_step(struct trace_vcpu *t);
+/* Called for every KVM_EXIT_DEBUG: a step, or the start trigger's breakpoint. */
+int trace_on_debug(struct trace_vcpu *t);
+/* Before each KVM_RUN: follow the window opened or closed by another vCPU. */
+int trace_poll(struct trace_vcpu *t);
+/* At the end of the run: STOP with its reason if the vCPU is tracing. */
+void trace_finish(struct trace_vcpu *t, enum vbts_stop_reason why);
 /* Emit STOP with its reason and flush everything (idempotent). */
 void trace_vcpu_stop(struct trace_vcpu *t, enum vbts_stop_reason why);
 

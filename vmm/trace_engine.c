@@ -21,21 +21,23 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 
 #include "kvm.h"
 #include "trace.h"
 
 static int predict_next(struct trace_vcpu *t, bool tolerate_skip);
+static void close_window(struct trace_vcpu *t);
 
-static void emit_branch(struct trace_vcpu *t, uint64_t from, uint64_t to, unsigned kind, int cpl)
+#define CR3_ADDR_MASK  0x000ffffffffff000ull
+/* Straight-line code longer than this between two records is a violation. */
+#define FLOW_MAX_INSNS (1u << 20)
+
+static uint64_t monotonic_ns(void)
 {
-    struct vbts_record r = { from, to, (uint64_t)kind << VBTS_KIND_SHIFT };
-    if (t->sink)
-        trace_emit(t, r);
-    else
-        t->branches++;
-    if (guest_bts_on(&t->cpu->gbts))
-        guest_bts_store(t->cpu, &r, cpl);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static void view_of(struct trace_vcpu *t, struct cpu_view *v)
@@ -46,14 +48,108 @@ static void view_of(struct trace_vcpu *t, struct cpu_view *v)
     v->sregs = &run->s.regs.sregs;
 }
 
-static int set_stepping(struct trace_vcpu *t, bool on)
+/*
+ * --verify-flow: from the previous record's `to`, straight-line execution
+ * (non-branches and conditional branches not taken) must reach `from`.
+ * An independent check of the engine, by re-decoding guest memory.
+ */
+static void check_flow(struct trace_vcpu *t, uint64_t from)
 {
+    struct trace_config *c = t->cpu->vm->tcfg;
+    if (!t->flow_valid)
+        return;
+    struct cpu_view v;
+    view_of(t, &v);
+    v.sregs = &t->flow_sregs;   /* the mode the straight-line code ran in */
+    uint64_t a = t->flow_to;
+    const char *why;
+    bool ok = true;
+    for (unsigned n = 0; a != from; n++) {
+        struct branch_pred p;
+        if (n == FLOW_MAX_INSNS || branch_predict_at(&v, a, &p, &why) < 0 ||
+            (p.kind != VBTS_KIND_UNKNOWN && p.kind != VBTS_KIND_JCC)) {
+            ok = false;
+            break;
+        }
+        a += p.len;
+    }
+    atomic_fetch_add(&c->flow_checked, 1);
+    if (!ok)
+        atomic_fetch_add(&c->flow_violations, 1);
+}
+
+static void flow_resume(struct trace_vcpu *t, uint64_t at)
+{
+    if (!t->cpu->vm->tcfg->verify_flow)
+        return;
+    t->flow_to = at;
+    t->flow_sregs = t->cpu->run->s.regs.sregs;
+    t->flow_valid = true;
+}
+
+static bool passes_filters(struct trace_vcpu *t, int cpl)
+{
+    const struct trace_config *c = t->cpu->vm->tcfg;
+    if ((c->cpl == TRACE_CPL_KERNEL && cpl != 0) || (c->cpl == TRACE_CPL_USER && cpl == 0))
+        return false;
+    if (c->have_cr3 && (t->cr3 & CR3_ADDR_MASK) != (c->cr3 & CR3_ADDR_MASK))
+        return false;
+    return true;
+}
+
+static void emit_branch(struct trace_vcpu *t, uint64_t from, uint64_t to, unsigned kind, int cpl)
+{
+    struct vbts_record r = { from, to, (uint64_t)kind << VBTS_KIND_SHIFT };
+    if (t->tracing && passes_filters(t, cpl)) {
+        struct trace_config *c = t->cpu->vm->tcfg;
+        /* The limit is over all vCPUs: exactly max_branches records get out. */
+        uint64_t n = atomic_fetch_add(&c->emitted, 1);
+        if (c->max_branches && n >= c->max_branches) {
+            close_window(t);
+        } else {
+            if (c->verify_flow)
+                check_flow(t, from);
+            trace_emit(t, r);
+            flow_resume(t, to);
+            if (c->max_branches && n + 1 == c->max_branches)
+                close_window(t);
+        }
+    }
+    if (guest_bts_on(&t->cpu->gbts))
+        guest_bts_store(t->cpu, &r, cpl);
+}
+
+/* Context-switch separation: a CR3 change is a departure and an arrival. */
+static void follow_context(struct trace_vcpu *t, uint64_t cr3)
+{
+    if (cr3 == t->cr3 || !t->tracing)
+        return;
+    uint64_t dt = monotonic_ns() - t->start_ns;
+    trace_emit(t, vbts_marker(VBTS_MARK_CTX_DEPART, t->cr3, dt));
+    trace_emit(t, vbts_marker(VBTS_MARK_CTX_ARRIVE, cr3, dt));
+    t->cr3 = cr3;
+}
+
+/* KVM's debug state follows from what this vCPU needs: steps, a breakpoint. */
+static int update_debug(struct trace_vcpu *t)
+{
+    bool step = t->tracing || guest_bts_on(&t->cpu->gbts);
     struct kvm_guest_debug dbg = { 0 };
-    if (on)
-        dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP;
+    if (step || t->bp_armed)
+        dbg.control = KVM_GUESTDBG_ENABLE;
+    if (step)
+        dbg.control |= KVM_GUESTDBG_SINGLESTEP;
+    if (t->bp_armed) {
+        dbg.control |= KVM_GUESTDBG_USE_HW_BP;
+        dbg.arch.debugreg[0] = t->cpu->vm->tcfg->start;
+        dbg.arch.debugreg[7] = 0x1;     /* L0: break on execution at DR0 */
+    }
     if (ioctl(t->cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-        return vbts_fail_errno("KVM_SET_GUEST_DEBUG (single-step %s)", on ? "on" : "off");
-    t->stepping = on;
+        return vbts_fail_errno("KVM_SET_GUEST_DEBUG (%s%s)", step ? "single-step" : "no step",
+                               t->bp_armed ? ", hardware breakpoint" : "");
+    if (step && !t->stepping)
+        t->pred_valid = false;
+    t->stepping = step;
     return 0;
 }
 
@@ -67,31 +163,88 @@ static int sync_regs_now(struct trace_vcpu *t)
     return 0;
 }
 
+/* Enter the window: START, the context we arrive in, and stepping. */
+static int start_tracing(struct trace_vcpu *t, bool regs_synced)
+{
+    t->tracing = true;
+    t->bp_armed = false;
+    if (update_debug(t) < 0 || (!regs_synced && sync_regs_now(t) < 0))
+        return -1;
+    t->start_ns = monotonic_ns();
+    trace_emit_start(t);
+    t->cr3 = t->cpu->run->s.regs.sregs.cr3;
+    trace_emit(t, vbts_marker(VBTS_MARK_CTX_ARRIVE, t->cr3, 0));
+    struct cpu_view v;
+    view_of(t, &v);
+    flow_resume(t, cpu_linear_ip(v.regs, v.sregs));
+    t->pred_valid = false;
+    return predict_next(t, false);
+}
+
+static void stop_tracing(struct trace_vcpu *t, enum vbts_stop_reason why)
+{
+    if (!t->tracing)
+        return;
+    t->tracing = false;
+    t->flow_valid = false;
+    trace_vcpu_stop(t, why);
+    if (update_debug(t) < 0)
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
+}
+
+void trace_finish(struct trace_vcpu *t, enum vbts_stop_reason why)
+{
+    if (!t->tracing)
+        return;     /* never entered the window, or already left it */
+    t->tracing = false;
+    trace_vcpu_stop(t, why);
+}
+
+/* The window ends for every vCPU: a limit or the stop trigger was reached. */
+static void close_window(struct trace_vcpu *t)
+{
+    struct trace_config *c = t->cpu->vm->tcfg;
+    int open = WINDOW_OPEN;
+    if (atomic_compare_exchange_strong(&c->window, &open, WINDOW_CLOSED))
+        vm_kick_others(t->cpu->vm);
+    stop_tracing(t, VBTS_STOP_LIMIT);
+}
+
 int trace_vcpu_start(struct trace_vcpu *t)
 {
+    struct trace_config *c = t->cpu->vm->tcfg;
     /* Registers arrive with every exit, so a step costs no extra ioctl. */
     t->cpu->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
     t->event_vector = -1;
     if (!t->sink)
         return 0;
-    if (set_stepping(t, true) < 0 || sync_regs_now(t) < 0)
-        return -1;
-    trace_emit_start(t);
-    t->pred_valid = false;
-    return predict_next(t, false);
+    if (atomic_load(&c->window) == WINDOW_WAITING) {
+        /* Untraced at full speed until a vCPU reaches the start trigger. */
+        t->bp_armed = true;
+        return update_debug(t);
+    }
+    return start_tracing(t, false);
+}
+
+int trace_poll(struct trace_vcpu *t)
+{
+    if (!t->sink || t->stopped)
+        return 0;
+    int w = atomic_load_explicit(&t->cpu->vm->tcfg->window, memory_order_relaxed);
+    if (w == WINDOW_OPEN && !t->tracing)
+        return start_tracing(t, false);
+    if (w == WINDOW_CLOSED && t->tracing)
+        stop_tracing(t, VBTS_STOP_LIMIT);
+    return 0;
 }
 
 int trace_update_stepping(struct trace_vcpu *t)
 {
-    bool want = t->sink || guest_bts_on(&t->cpu->gbts);
-    if (want == t->stepping)
-        return 0;
-    if (set_stepping(t, want) < 0)
+    bool was = t->stepping;
+    if (update_debug(t) < 0)
         return -1;
-    if (!want) {
-        t->pred_valid = false;
+    if (!t->stepping || was)
         return 0;
-    }
     /*
      * Called at an exit whose instruction (WRMSR) has not completed yet:
      * predict it, and accept that its own step exit may be swallowed.
@@ -248,14 +401,32 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
 }
 
-int trace_on_step(struct trace_vcpu *t)
+static int on_step(struct trace_vcpu *t)
 {
     struct cpu_view v;
     view_of(t, &v);
     t->steps++;
     if (t->pred_valid && settle(t, &v, cpu_linear_ip(v.regs, v.sregs)) < 0)
         return -1;
+    follow_context(t, v.sregs->cr3);
+    if (!t->stepping)
+        return 0;       /* the step closed the window */
     return predict_next(t, false);
+}
+
+int trace_on_debug(struct trace_vcpu *t)
+{
+    struct kvm_debug_exit_arch *d = &t->cpu->run->debug.arch;
+    if (t->bp_armed && (d->dr6 & 0x1)) {
+        int waiting = WINDOW_WAITING;
+        if (atomic_compare_exchange_strong(&t->cpu->vm->tcfg->window, &waiting, WINDOW_OPEN))
+            vm_kick_others(t->cpu->vm);
+        /* Stopped before the trigger instruction ran: trace from it on. */
+        return start_tracing(t, true);
+    }
+    if (!t->stepping)
+        return 0;
+    return on_step(t);
 }
 
 /* Predict the instruction at the vCPU's RIP, the one the next step runs. */
@@ -275,7 +446,13 @@ static int predict_next(struct trace_vcpu *t, bool tolerate_skip)
     if (tolerate_skip && t->pred.kind == VBTS_KIND_UNKNOWN)
         t->pred.shadow = true;
     t->pred_valid = true;
-    if ((t->pred.to_user || cpu_cpl(v.sregs) == 3) && kvm_host_cannot_step_user()) {
+    const struct trace_config *c = t->cpu->vm->tcfg;
+    if (t->tracing && c->have_stop && rip == c->stop) {
+        close_window(t);    /* the stop trigger is not executed inside the window */
+        if (!t->stepping)
+            return 0;
+    }
+    if (t->stepping && (t->pred.to_user || cpu_cpl(v.sregs) == 3) && kvm_host_cannot_step_user()) {
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
                        "cannot trace CPL3 code on this host (kvm_pvm does not single-step "
                        "user mode); trace ends before 0x%llx", (unsigned long long)rip);

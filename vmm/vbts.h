@@ -31,6 +31,7 @@ const char *vbts_last_error(void);
 
 struct trace_sink;
 struct trace_vcpu;
+struct trace_config;
 struct iobus;
 
 enum vm_end {
@@ -63,6 +64,7 @@ struct vm {
     struct iobus *io;
     struct trace_sink *sink;    /* NULL when not tracing */
     bool guest_bts;             /* guest BTS MSRs are virtualised */
+    struct trace_config *tcfg;  /* what to trace; NULL when not tracing */
 
     /* First end wins; later ones are consequences of it. */
     pthread_mutex_t end_lock;
@@ -74,6 +76,9 @@ struct vm {
 /* Records why the run ends (first caller wins) and stops every vCPU. */
 void vm_request_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Make every vCPU but the caller leave KVM_RUN and look at shared state. */
+void vm_kick_others(struct vm *vm);
 
 static inline bool vm_ending(struct vm *vm)
 {

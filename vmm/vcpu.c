@@ -33,6 +33,16 @@ void vm_request_end(struct vm *vm, enum vm_end why, int status, const char *fmt,
     pthread_mutex_unlock(&vm->end_lock);
 }
 
+void vm_kick_others(struct vm *vm)
+{
+    for (int i = 0; i < vm->ncpus; i++) {
+        if (!vm->vcpus[i].thread || pthread_equal(vm->vcpus[i].thread, pthread_self()))
+            continue;
+        vm->vcpus[i].run->immediate_exit = 1;
+        pthread_kill(vm->vcpus[i].thread, SIG_KICK);
+    }
+}
+
 static enum vbts_stop_reason stop_reason(enum vm_end e)
 {
     switch (e) {
@@ -102,6 +112,10 @@ static void *vcpu_thread(void *arg)
     struct kvm_run *run = cpu->run;
 
     while (!vm_ending(vm)) {
+        if (trace_poll(cpu->trace) < 0) {
+            vm_request_end(vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
+            break;
+        }
         lapic_inject_pending(cpu);
         if (ioctl(cpu->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
@@ -127,8 +141,7 @@ static void *vcpu_thread(void *arg)
                 memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
             break;
         case KVM_EXIT_DEBUG:
-            if (cpu->trace->stepping)
-                trace_on_step(cpu->trace);
+            trace_on_debug(cpu->trace);
             break;
         case KVM_EXIT_X86_RDMSR:
         {
@@ -167,7 +180,7 @@ static void *vcpu_thread(void *arg)
             break;
         }
     }
-    trace_vcpu_stop(cpu->trace, stop_reason(atomic_load(&vm->end)));
+    trace_finish(cpu->trace, stop_reason(atomic_load(&vm->end)));
     return NULL;
 }
 

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# window.t: trace windows (--trace-start/--trace-stop/--max-branches with
+# symbols), filters (--cpl, --cr3), context markers and --verify-flow, on
+# the annotated stubs: the records must be exactly the annotated slice.
+. "$(dirname "$0")/tap.sh"
+cd "$ROOT"
+
+# Stub symbols in System.map form, from nasm's map.
+sysmap() { awk 'f && NF == 3 && $1 ~ /^[0-9A-F]+$/ {print tolower($1), "t", $3} /^Real/ {f = 1}' "$1"; }
+expect() { "$ORACLE/bts-expect" --map "$STUBS/$1.map" "guest-stub/$1.asm"; }
+records() { "$VBTS_DECODE" --format json "$1" | "$ORACLE/vbts-records" --image "$STUBS/$2.bin"; }
+# vbts with options; stderr to $TMP/err, status in $rc
+v() { timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null; rc=$?; }
+check() { # NAME EXPECTED-FILE ACTUAL-FILE
+    if compare_records "$2" "$3" "" ""; then ok "$1"; else not_ok "$1"; fi
+}
+
+sysmap "$STUBS/branches64.map" >"$TMP/b64.map"
+sysmap "$STUBS/contexts.map" >"$TMP/ctx.map"
+
+# --verify-flow: every stub's every record is reached by straight-line code.
+for s in branches32 branches64 far exceptions contexts; do
+    n=$(expect $s | wc -l)
+    v --verify-flow -q --trace "$TMP/$s.vbts" "$STUBS/$s.bin"
+    want="vbts: verify-flow: $n records checked, 0 violations"
+    if [ "$(cat "$TMP/err")" = "$want" ]; then ok "$s: --verify-flow: $n records, 0 violations"
+    else not_ok "$s: --verify-flow"; diag "got: $(cat "$TMP/err")" "want: $want"; fi
+done
+
+# A window from a symbol: untraced until main64 (a hardware breakpoint),
+# then exactly 5 records: annotations 4..8 (3 setup records come before).
+v -q --symbols "$TMP/b64.map" --trace-start main64 --max-branches 5 --trace "$TMP/w.vbts" "$STUBS/branches64.bin"
+expect branches64 | sed -n 4,8p >"$TMP/exp"
+records "$TMP/w.vbts" branches64 >"$TMP/act"
+check "--trace-start main64 --max-branches 5: exactly annotations 4..8 (status $rc)" "$TMP/exp" "$TMP/act"
+last=$("$VBTS_DECODE" "$TMP/w.vbts" | tail -n 1)
+case $last in *"-- stop limit "*) ok "window ends with a stop marker, reason limit" ;;
+*) not_ok "window ends with a stop marker, reason limit"; diag "last line: $last" ;; esac
+
+# Start and stop triggers: from main64 up to the call into f_add1.
+v -q --symbols "$TMP/b64.map" --trace-start main64 --trace-stop f_add1 --trace "$TMP/w2.vbts" "$STUBS/branches64.bin"
+stop_at=$(expect branches64 | awk -v t="$(awk '$3 == "f_add1" {print $1}' "$TMP/b64.map" | sed 's/^0*//')" '{n++} $2 == "0x" t {print n; exit}')
+expect branches64 | sed -n "4,${stop_at}p" >"$TMP/exp"
+records "$TMP/w2.vbts" branches64 >"$TMP/act"
+check "--trace-start main64 --trace-stop f_add1: annotations 4..$stop_at" "$TMP/exp" "$TMP/act"
+
+# A start address no vCPU reaches: no records at all, the guest runs to its end.
+v -q --trace-start 0x3000000 --trace "$TMP/w3.vbts" "$STUBS/branches64.bin"
+if [ $rc = 1 ] && [ -z "$("$VBTS_DECODE" "$TMP/w3.vbts")" ]; then ok "unreached start trigger: empty trace, guest ran to its end"
+else not_ok "unreached start trigger"; diag "status $rc; $("$VBTS_DECODE" "$TMP/w3.vbts" | head -n 3)"; fi
+
+# --cpl: the stubs run at CPL0 only.
+v -q --cpl user --trace "$TMP/u.vbts" "$STUBS/branches64.bin"
+records "$TMP/u.vbts" branches64 >"$TMP/act"
+if [ $rc = 1 ] && [ ! -s "$TMP/act" ]; then ok "--cpl user: no CPL0 branch recorded"; else not_ok "--cpl user"; fi
+v -q --cpl kernel --trace "$TMP/k.vbts" "$STUBS/branches64.bin"
+expect branches64 >"$TMP/exp"
+records "$TMP/k.vbts" branches64 >"$TMP/act"
+check "--cpl kernel: every CPL0 branch" "$TMP/exp" "$TMP/act"
+
+# Context markers: the stub switches CR3 from pml4 to pml4_b and back.
+a=0x$(awk '$3 == "pml4" {print $1}' "$TMP/ctx.map" | sed 's/^0*//')
+b=0x$(awk '$3 == "pml4_b" {print $1}' "$TMP/ctx.map" | sed 's/^0*//')
+v -q --trace "$TMP/c.vbts" "$STUBS/contexts.bin"
+"$VBTS_DECODE" --format json "$TMP/c.vbts" | grep '"ctx-' | sed -E 's/.*"kind":"([a-z-]+)","cr3":"([0-9a-fx]+)".*/\1 \2/' >"$TMP/act"
+printf '%s\n' "ctx-arrive 0x0" "ctx-depart 0x0" "ctx-arrive $a" "ctx-depart $a" "ctx-arrive $b" \
+    "ctx-depart $b" "ctx-arrive $a" >"$TMP/exp"
+check "context markers at every CR3 switch, in order" "$TMP/exp" "$TMP/act"
+
+# --cr3: only the branches taken in context B (annotations 4..6).
+v -q --cr3 "$b" --trace "$TMP/cb.vbts" "$STUBS/contexts.bin"
+expect contexts | sed -n 4,6p >"$TMP/exp"
+records "$TMP/cb.vbts" contexts >"$TMP/act"
+check "--cr3 $b: only context B's branches" "$TMP/exp" "$TMP/act"
+
+# vbts-decode --symbols, text and JSON.
+line=$("$VBTS_DECODE" --symbols "$TMP/b64.map" "$TMP/w.vbts" | sed -n 3p)
+want="  0  0x0000000000100088 -> 0x000000000010008c  jmp  main64+0x0 -> main64.jmp8_t+0x0"
+[ "$line" = "$want" ] && ok "vbts-decode --symbols: func+0xoff in text" || { not_ok "vbts-decode --symbols (text)"; diag "got:  $line" "want: $want"; }
+line=$("$VBTS_DECODE" --format json --symbols "$TMP/b64.map" "$TMP/w.vbts" | sed -n 3p)
+want='{"cpu":0,"seq":2,"from":"0x100088","to":"0x10008c","kind":"jmp","from_sym":"main64+0x0","to_sym":"main64.jmp8_t+0x0"}'
+[ "$line" = "$want" ] && ok "vbts-decode --symbols: from_sym/to_sym in JSON" || { not_ok "vbts-decode --symbols (json)"; diag "got:  $line" "want: $want"; }
+
+# Bad window options: exact message, status 125.
+bad() { # WANT-MESSAGE ARGS...
+    local want=$1; shift
+    v "$@"
+    if [ $rc = 125 ] && [ "$(head -n 1 "$TMP/err")" = "$want" ]; then ok "rejected: $want"
+    else not_ok "rejected: $want"; diag "status $rc: $(head -n 1 "$TMP/err")"; fi
+}
+bad "vbts: --trace-start: 'main64' is not an address and no --symbols file was given" \
+    --trace "$TMP/x.vbts" --trace-start main64 "$STUBS/branches64.bin"
+bad "vbts: --trace-start: symbol 'no_such' not found in $TMP/b64.map" \
+    --trace "$TMP/x.vbts" --symbols "$TMP/b64.map" --trace-start no_such "$STUBS/branches64.bin"
+bad "vbts: --symbols: $TMP/none.map: No such file or directory" \
+    --trace "$TMP/x.vbts" --symbols "$TMP/none.map" "$STUBS/branches64.bin"
+bad "vbts: --max-branches: '0' is not a positive number" --max-branches 0 "$STUBS/branches64.bin"
+bad "vbts: --cpl: 'ring1' is not kernel, user or all" --cpl ring1 "$STUBS/branches64.bin"
+bad "vbts: --trace-start, --trace-stop, --max-branches, --cpl, --cr3 and --verify-flow need --trace" \
+    --max-branches 5 "$STUBS/branches64.bin"
+
+plan "$TAP_N"
+exit $((TAP_FAILED > 0))

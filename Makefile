@@ -75,6 +75,11 @@ demo: deps
 	$(MAKE) all
 	@scripts/demo.sh $(BUILD)
 
+# Benchmarks print ratios measured side by side in one run (bench/*.sh).
+bench: deps
+	$(MAKE) all
+	@for b in bench/*.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
+
 install: $(BUILD)/vbts $(BUILD)/vbts-decode
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(DESTDIR)$(PREFIX)/bin/
@@ -85,5 +90,5 @@ install: $(BUILD)/vbts $(BUILD)/vbts-decode
 clean:
 	rm -rf build build-san
 
-.PHONY: all stubs deps tests test check demo install clean
+.PHONY: all stubs deps tests test check demo bench install clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

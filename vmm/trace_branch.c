@@ -454,3 +454,16 @@ int idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler)
     *handler = long_mode ? off : (uint32_t)(base + off);
     return 0;
 }
+
+bool branch_straight_line(const struct cpu_view *v, uint64_t start, uint64_t end, unsigned max)
+{
+    const char *why;
+    for (unsigned n = 0; start != end; n++) {
+        struct branch_pred p;
+        if (n == max || branch_predict_at(v, start, &p, &why) < 0 ||
+            (p.kind != VBTS_KIND_UNKNOWN && p.kind != VBTS_KIND_JCC))
+            return false;
+        start += p.len;
+    }
+    return true;
+}

@@ -60,6 +60,13 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
 int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
                       const char **why);
 
+/*
+ * True if execution from `start` reaches `end` through at most `max`
+ * instructions that are not branches or are conditional branches (which
+ * BTS records only when taken): the --verify-flow check.
+ */
+bool branch_straight_line(const struct cpu_view *v, uint64_t start, uint64_t end, unsigned max);
+
 /* Linear address of the handler for `vector` from the guest's IDT, or -1. */
 int idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler);
 

@@ -61,20 +61,8 @@ static void check_flow(struct trace_vcpu *t, uint64_t from)
     struct cpu_view v;
     view_of(t, &v);
     v.sregs = &t->flow_sregs;   /* the mode the straight-line code ran in */
-    uint64_t a = t->flow_to;
-    const char *why;
-    bool ok = true;
-    for (unsigned n = 0; a != from; n++) {
-        struct branch_pred p;
-        if (n == FLOW_MAX_INSNS || branch_predict_at(&v, a, &p, &why) < 0 ||
-            (p.kind != VBTS_KIND_UNKNOWN && p.kind != VBTS_KIND_JCC)) {
-            ok = false;
-            break;
-        }
-        a += p.len;
-    }
     atomic_fetch_add(&c->flow_checked, 1);
-    if (!ok)
+    if (!branch_straight_line(&v, t->flow_to, from, FLOW_MAX_INSNS))
         atomic_fetch_add(&c->flow_violations, 1);
 }
 

@@ -148,14 +148,28 @@ static void flat_segment(struct kvm_segment *s, uint16_t sel, uint8_t type)
                                .s = 1, .l = 0, .g = 1 };
 }
 
+/*
+ * Multiboot leaves GDTR undefined, but guests written against QEMU find
+ * QEMU's loader GDT loaded (null, 0x08 flat code, 0x10 flat data) and far
+ * jump or push selectors with it; give them the same, in low memory.
+ */
+#define ENTRY_GDT_ADDR 0x500
+
 int kvm_x86_enter_protected32(struct vcpu *cpu, uint32_t eip, uint32_t eax, uint32_t ebx)
 {
+    static const uint64_t gdt[3] = { 0, 0x00cf9b000000ffffull, 0x00cf93000000ffffull };
+    void *g = gmem_ptr(&cpu->vm->mem, ENTRY_GDT_ADDR, sizeof(gdt));
+    if (!g)
+        return vbts_fail("no guest RAM for the entry GDT");
+    memcpy(g, gdt, sizeof(gdt));
     struct kvm_sregs sregs;
     if (ioctl(cpu->fd, KVM_GET_SREGS, &sregs) < 0)
         return vbts_fail_errno("KVM_GET_SREGS");
-    flat_segment(&sregs.cs, 0x10, 0xb);      /* execute/read, accessed */
-    flat_segment(&sregs.ds, 0x18, 0x3);      /* read/write, accessed */
+    flat_segment(&sregs.cs, 0x08, 0xb);      /* execute/read, accessed */
+    flat_segment(&sregs.ds, 0x10, 0x3);      /* read/write, accessed */
     sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+    sregs.gdt.base = ENTRY_GDT_ADDR;
+    sregs.gdt.limit = sizeof(gdt) - 1;
     sregs.cr0 = 0x11;                        /* PE | ET; paging off */
     sregs.cr4 = 0;
     sregs.efer = 0;

@@ -68,6 +68,14 @@ ud2
 idtr: dw 0
 dd 0"
 image "$T/spin.bin" ".l: jmp .l"
+image "$T/qemugdt.bin" "jmp 0x08:.next   ; selectors of QEMU's multiboot loader GDT
+.next: push cs
+push dword .after
+retf
+.after: mov ax, 0x10
+mov ds, ax
+mov al, 3
+out 0xf4, al"
 image "$T/far.bin" "mov al, 1
 out 0xf4, al" 0x10000000
 head -c 3145728 /dev/zero >"$T/big.bin"
@@ -76,6 +84,7 @@ echo "just text" >"$T/text.bin"
 
 run "debug-exit status is (V<<1)|1" 85 "" -- "$T/exit.bin"
 run "cli;hlt ends with status 0" 0 "" -- "$T/halt.bin"
+run "entry GDT as QEMU's loader: CS 0x08, data 0x10" 7 "" -- "$T/qemugdt.bin"
 "$VBTS" --append "console=ttyS0 x=1" "$T/hello.bin" >"$T/out" 2>&1
 if [ "$(cat "$T/out")" = "hello from the guest: console=ttyS0 x=1" ]; then
     ok "COM1 output and --append reach stdout"

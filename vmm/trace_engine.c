@@ -320,9 +320,10 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
                 hinted = vec;
         }
     }
+    /* Vectors from 32 up are external interrupts (in-kernel APIC, PIT). */
     if (exact >= 0) {
         idt_handler(v, exact, &handler);
-        emit_branch(t, from, handler, kind, cpl);
+        emit_branch(t, from, handler, exact >= 32 ? VBTS_KIND_INTERRUPT : kind, cpl);
         return 0;
     }
     if (found < 0 || (matches > 1 && hinted < 0)) {
@@ -335,7 +336,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     }
     idt_handler(v, found, &handler);
     explain_skip(v, handler, rip, &skip, &has_skip);
-    emit_branch(t, from, handler, kind, cpl);
+    emit_branch(t, from, handler, found >= 32 ? VBTS_KIND_INTERRUPT : kind, cpl);
     if (has_skip)
         emit_skipped(t, &skip);
     return 0;

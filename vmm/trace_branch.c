@@ -284,10 +284,14 @@ static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOpe
     }
 }
 
-static void predict_common(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
-                           uint64_t lin, struct branch_pred *p)
+/* Decode at `lin` and fill what needs no register state: kind, length, hints. */
+static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+                          ZydisDecodedOperand *ops, struct branch_pred *p, const char **why)
 {
+    if (decode(v, lin, in, ops, why))
+        return -1;
     memset(p, 0, sizeof(*p));
+    p->cpl = cpu_cpl(v->sregs);
     p->from = lin;
     p->len = in->length;
     p->kind = classify(in, ops);
@@ -300,6 +304,7 @@ static void predict_common(const ZydisDecodedInstruction *in, const ZydisDecoded
         (in->mnemonic == ZYDIS_MNEMONIC_POP && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
          ops[0].reg.value == ZYDIS_REGISTER_SS))
         p->shadow = true;
+    return 0;
 }
 
 /* Relative and far-pointer branches: the target is in the instruction itself. */
@@ -331,11 +336,8 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
-    if (decode(v, lin, &in, ops, why))
+    if (predict_common(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, p, why))
         return -1;
-    predict_common(&in, ops, lin, p);
-    p->cpl = cpu_cpl(v->sregs);
     if (p->kind == VBTS_KIND_UNKNOWN)
         return 0;
 
@@ -406,10 +408,8 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (decode(v, lin, &in, ops, why))
+    if (predict_common(v, lin, &in, ops, p, why))
         return -1;
-    predict_common(&in, ops, lin, p);
-    p->cpl = cpu_cpl(v->sregs);
     if (p->kind == VBTS_KIND_UNKNOWN)
         return 0;
     p->taken = true;

@@ -2,17 +2,12 @@
 # Guest-programmed BTS (IA32_DEBUGCTL / IA32_DS_AREA virtualised): each stub
 # in guest-stub/bts/ checks its own DS buffer and exits 1 on success.  Each
 # runs without and with vbts's own --trace, which must not disturb it.
-set -u
-cd "$(dirname "$0")/../.."
-VBTS=${VBTS:-build/vbts}
-DEC=${VBTS_DECODE:-build/vbts-decode}
-STUBS=${STUBS:-build/guest-stub}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+. "$(dirname "$0")/tap.sh"
+cd "$ROOT"
+DEC=$VBTS_DECODE
+T=$TMP
+# fail NAME [DIAGNOSTIC LINES...]: not ok, with diagnostics
+fail() { not_ok "$1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
 
 for stub in ds_wrap bts_pmi bts_cpl bts_bad; do
     for mode in plain traced; do
@@ -23,7 +18,7 @@ for stub in ds_wrap bts_pmi bts_cpl bts_bad; do
         if [ $rc = 1 ]; then
             ok "$stub ($mode): the guest's own checks pass"
         else
-            not_ok "$stub ($mode): the guest's own checks pass" \
+            fail "$stub ($mode): the guest's own checks pass" \
                 "status $rc: debug-exit code 0x$(printf %x $(((rc - 1) / 2)))" "$(cat "$T/err")"
         fi
     done
@@ -39,7 +34,7 @@ if [ $rc = 1 ]; then
 elif [ $rc = 125 ] && [ "$err" = "vbts: cannot trace CPL3 code on this host (kvm_pvm does not single-step user mode); trace ends before 0x$(awk '$3 == "iret_to_user" {print tolower($1); exit}' "$STUBS/bts/bts_user.map")" ]; then
     ok "bts_user # SKIP host cannot single-step CPL3 (vbts said so and stopped at the iretq)"
 else
-    not_ok "bts_user: CPL3 branches stored, CPL0 ones not" "status $rc" "$err"
+    fail "bts_user: CPL3 branches stored, CPL0 ones not" "status $rc" "$err"
 fi
 
 # The monitor keeps running and says once what the bad DS areas did.
@@ -49,7 +44,7 @@ vbts: vCPU 0: guest DS area or BTS buffer at 0x3ff00000 is not guest RAM: record
 if [ "$(cat "$T/err")" = "$want" ]; then
     ok "bad DS areas: one log line each"
 else
-    not_ok "bad DS areas: one log line each" "got: $(cat "$T/err")"
+    fail "bad DS areas: one log line each" "got: $(cat "$T/err")"
 fi
 
 # vbts's trace sees everything, the guest buffer only what DEBUGCTL selects:
@@ -58,7 +53,7 @@ fi
 if grep -q '"kind":"interrupt"' "$T/pmi.json"; then
     ok "bts_pmi: vbts's trace records the PMI delivery"
 else
-    not_ok "bts_pmi: vbts's trace records the PMI delivery" "$(tail -n 3 "$T/pmi.json")"
+    fail "bts_pmi: vbts's trace records the PMI delivery" "$(tail -n 3 "$T/pmi.json")"
 fi
 
 # Without virtualisation the MSRs are KVM's: the guest sees BTS unusable.
@@ -67,8 +62,8 @@ rc=$?
 if [ $rc != 1 ]; then
     ok "--no-guest-bts: the guest's BTS checks fail (status $rc)"
 else
-    not_ok "--no-guest-bts: the guest's BTS checks fail" "status 1"
+    fail "--no-guest-bts: the guest's BTS checks fail" "status 1"
 fi
 
-echo "1..$n"
-exit $((fails > 0))
+plan "$TAP_N"
+exit $((TAP_FAILED > 0))

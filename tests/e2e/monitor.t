@@ -1,16 +1,12 @@
 #!/bin/bash
 # The monitor's contract with scripts: exit statuses and one-line messages,
 # for good guests and for every kind of bad input.  TAP, run by prove.
-set -u
-cd "$(dirname "$0")/../.."
-VBTS=${VBTS:-build/vbts}
-DEC=${VBTS_DECODE:-build/vbts-decode}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+. "$(dirname "$0")/tap.sh"
+cd "$ROOT"
+DEC=$VBTS_DECODE
+T=$TMP
+# fail NAME [DIAGNOSTIC LINES...]: not ok, with diagnostics
+fail() { not_ok "$1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
 
 # run NAME EXPECTED_STATUS EXPECTED_STDERR_FIRST_LINE -- ARGS...
 run() {
@@ -23,7 +19,7 @@ run() {
     if [ "$rc" = "$want_rc" ] && [ "$got_err" = "$want_err" ]; then
         ok "$name"
     else
-        not_ok "$name" "status: got $rc, want $want_rc" "stderr: got '$got_err'" \
+        fail "$name" "status: got $rc, want $want_rc" "stderr: got '$got_err'" \
             "        want '$want_err'"
     fi
 }
@@ -89,7 +85,7 @@ run "entry GDT as QEMU's loader: CS 0x08, data 0x10" 7 "" -- "$T/qemugdt.bin"
 if [ "$(cat "$T/out")" = "hello from the guest: console=ttyS0 x=1" ]; then
     ok "COM1 output and --append reach stdout"
 else
-    not_ok "COM1 output and --append reach stdout" "got: $(cat "$T/out")"
+    fail "COM1 output and --append reach stdout" "got: $(cat "$T/out")"
 fi
 run "triple fault: status 2 and where" 2 \
     "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin"
@@ -122,7 +118,7 @@ rc=$?
 if [ $rc = 0 ] && head -n 1 "$T/out" | grep -q '^usage: vbts \[options\] GUEST$' && [ ! -s "$T/err" ]; then
     ok "--help prints usage on stdout"
 else
-    not_ok "--help prints usage on stdout" "status $rc"
+    fail "--help prints usage on stdout" "status $rc"
 fi
 
 # A signal ends a traced run with status 130 and a complete, decodable trace.
@@ -136,8 +132,8 @@ last=$("$DEC" --format json "$T/spin.vbts" 2>&1 | tail -n 1)
 case "$rc|$(head -n 1 "$T/err")|$last" in
 "130|vbts: interrupted by signal 2|"*'"kind":"stop"'*'"reason":"interrupted"'*)
     ok "SIGINT: status 130, trace ends with a stop marker" ;;
-*) not_ok "SIGINT: status 130, trace ends with a stop marker" "rc=$rc" "err=$(head -n 1 "$T/err")" "last=$last" ;;
+*) fail "SIGINT: status 130, trace ends with a stop marker" "rc=$rc" "err=$(head -n 1 "$T/err")" "last=$last" ;;
 esac
 
-echo "1..$n"
-exit $((fails > 0))
+plan "$TAP_N"
+exit $((TAP_FAILED > 0))

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* Symbol tables: System.map/kallsyms text and ELF, lookups and messages. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vbts/symbols.h"
+
+static char path[64];
+
+static void write_map(const char *text)
+{
+    strcpy(path, "/tmp/vbts-symtest.XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static void cleanup(void)
+{
+    if (path[0])
+        unlink(path);
+}
+
+TestSuite(symbols, .fini = cleanup);
+
+Test(symbols, system_map_lookup)
+{
+    write_map("ffffffff81000000 T _stext\n"
+              "ffffffff81000010 t helper\n"
+              "0000000000000400 A absolute_ignored\n"
+              "ffffffff81000020 T alias_a\n"
+              "ffffffff81000020 T alias_b\n"
+              "ffffffff81000040 d data [module]\n");
+    char err[256];
+    struct vbts_symtab *s = vbts_symtab_load(path, err, sizeof(err));
+    cr_assert_not_null(s, "%s", err);
+    cr_assert_eq(vbts_symtab_count(s), 5);
+    uint64_t off;
+    cr_assert_null(vbts_symtab_lookup(s, 0xffffffff80ffffffull, &off));
+    cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff81000000ull, &off), "_stext");
+    cr_assert_eq(off, 0);
+    cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff8100001full, &off), "helper");
+    cr_assert_eq(off, 0xf);
+    /* equal addresses: the first in the file names the place */
+    cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff81000021ull, &off), "alias_a");
+    uint64_t a;
+    cr_assert_eq(vbts_symtab_find(s, "alias_b", &a), 0);
+    cr_assert_eq(a, 0xffffffff81000020ull);
+    cr_assert_eq(vbts_symtab_find(s, "absolute_ignored", &a), -1);
+    char buf[64];
+    cr_assert_str_eq(vbts_symtab_format(s, 0xffffffff81000045ull, buf, sizeof(buf)), "data+0x5");
+    cr_assert_str_eq(vbts_symtab_format(s, 0x1000, buf, sizeof(buf)), "0x1000");
+    vbts_symtab_free(s);
+}
+
+Test(symbols, bad_text)
+{
+    char err[256];
+    write_map("ffffffff81000000 T ok\nnot a symbol\n");
+    cr_assert_null(vbts_symtab_load(path, err, sizeof(err)));
+    char want[128];
+    snprintf(want, sizeof(want), "%s:2: not a symbol line (expected \"ADDRESS TYPE NAME\")", path);
+    cr_assert_str_eq(err, want);
+    cleanup();
+    write_map("# nothing\n");
+    cr_assert_null(vbts_symtab_load(path, err, sizeof(err)));
+    snprintf(want, sizeof(want), "%s: no symbols", path);
+    cr_assert_str_eq(err, want);
+    cr_assert_null(vbts_symtab_load("/nonexistent/map", err, sizeof(err)));
+    cr_assert_str_eq(err, "/nonexistent/map: No such file or directory");
+}
+
+/* A function of this test binary, found through its own ELF symbol table. */
+__attribute__((noinline)) int vbts_symtab_probe(int x)
+{
+    return x * 3 + 1;
+}
+
+Test(symbols, elf_symbols_of_this_binary)
+{
+    char err[256];
+    struct vbts_symtab *s = vbts_symtab_load("/proc/self/exe", err, sizeof(err));
+    cr_assert_not_null(s, "%s", err);
+    uint64_t a, off;
+    cr_assert_eq(vbts_symtab_find(s, "vbts_symtab_probe", &a), 0);
+    cr_assert_str_eq(vbts_symtab_lookup(s, a + 1, &off), "vbts_symtab_probe");
+    cr_assert_eq(off, 1);
+    cr_assert_eq(vbts_symtab_probe(1), 4);
+    vbts_symtab_free(s);
+}

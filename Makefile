@@ -25,7 +25,7 @@ STUB_INC  := $(wildcard guest-stub/include/*.inc)
 BTS_SRC   := $(wildcard guest-stub/bts/*.asm)
 BTS_BIN   := $(BTS_SRC:guest-stub/bts/%.asm=$(BUILD)/guest-stub/bts/%.bin)
 
-all: $(BUILD)/vbts $(BUILD)/vbts-decode stubs
+all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
 
 stubs: $(STUB_BIN) $(BTS_BIN)
 
@@ -44,6 +44,9 @@ $(BUILD)/vbts: $(BUILD)/vmm/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 
 $(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lelf
+
+$(BUILD)/vbts-ctl: $(BUILD)/decoder/cli/vbts-ctl.o $(BUILD)/libvbtsdecode.a
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^
 
 $(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -lelf
@@ -80,9 +83,9 @@ bench: deps
 	$(MAKE) all
 	@for b in bench/*.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
 
-install: $(BUILD)/vbts $(BUILD)/vbts-decode
+install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 0644 decoder/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 decoder/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/

@@ -28,7 +28,14 @@ static const char usage[] =
     "\n"
     "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
     "  -a, --append CMDLINE  kernel command line passed in the multiboot info\n"
-    "  -t, --trace FILE      record the branch trace into FILE (docs/format.md)\n"
+    "  -t, --trace DEST      record the branch trace (docs/format.md) into DEST: a FILE,\n"
+    "                        unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is\n"
+    "                        given) for clients (docs/protocol.md); repeatable\n"
+    "      --buffer-size BYTES  trace buffer per vCPU for sockets (default 1536K)\n"
+    "      --buffer-limit BYTES most memory for all trace buffers (default RAM/4)\n"
+    "      --overflow block|wrap|drop  full socket buffer: the vCPU waits (default),\n"
+    "                        the oldest records go, or the newest go (counted)\n"
+    "      --linger SECONDS  wrap/drop: keep the final buffers readable (default 10)\n"
     "      --symbols FILE    guest symbols: System.map, /proc/kallsyms text or ELF\n"
     "      --trace-start ADDR|SYMBOL  run untraced until a vCPU gets there\n"
     "      --trace-stop ADDR|SYMBOL   end the trace when a vCPU gets there\n"
@@ -74,6 +81,7 @@ static void *signal_thread(void *arg)
         int sig;
         if (sigwait(&c->set, &sig) != 0)
             continue;
+        trace_sink_interrupt(c->vm->sink, sig);   /* stop waiting for socket clients */
         if (vm_ending(c->vm))
             return NULL;
         vm_request_end(c->vm, VM_END_SIGNAL, 128 + sig, "interrupted by signal %d", sig);
@@ -144,7 +152,12 @@ int main(int argc, char **argv)
         die("%s", vbts_last_error());
 
     if (o.trace) {
-        vm.sink = trace_sink_open(o.trace, vm.ncpus);
+        struct trace_sink_config tsc = {
+            .dests = o.traces, .ndests = o.ntraces, .buffer_size = o.buffer_size,
+            .buffer_limit = o.buffer_limit, .overflow = o.overflow, .linger = o.linger,
+            .quiet = o.quiet,
+        };
+        vm.sink = trace_sink_open(&tsc, vm.ncpus);
         if (!vm.sink)
             die("%s", vbts_last_error());
     }
@@ -169,6 +182,10 @@ int main(int argc, char **argv)
     double t0 = now_s();
     int status = vcpu_run_all(&vm);
     double elapsed = now_s() - t0;
+    /* Socket clients get the rest of the trace (block) or --linger seconds. */
+    int undelivered_sig = trace_sink_finish(vm.sink);
+    if (undelivered_sig)
+        status = 128 + undelivered_sig;
     pthread_kill(sig_tid, SIGTERM);
     pthread_join(sig_tid, NULL);
 

@@ -56,7 +56,8 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                               char *err, size_t errlen)
 {
     enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
-           OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW };
+           OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW,
+           OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
@@ -70,13 +71,19 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { "cpl", required_argument, NULL, OPT_CPL },
         { "cr3", required_argument, NULL, OPT_CR3 },
         { "verify-flow", no_argument, NULL, OPT_VERIFY_FLOW },
+        { "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
+        { "buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT },
+        { "overflow", required_argument, NULL, OPT_OVERFLOW },
+        { "linger", required_argument, NULL, OPT_LINGER },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION_ },
         { 0 },
     };
     *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm",
-                                 .guest_bts = true };
+                                 .guest_bts = true,
+                                 .buffer_size = VBTS_DEFAULT_BUFFER,
+                                 .linger = VBTS_DEFAULT_LINGER };
     optind = 1;
     opterr = 0;
     int c;
@@ -98,7 +105,13 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                 snprintf(err, errlen, "--trace: empty file name");
                 return OPT_ERROR;
             }
-            o->trace = optarg;
+            if (o->ntraces == VBTS_MAX_TRACES) {
+                snprintf(err, errlen, "--trace: at most %d destinations", VBTS_MAX_TRACES);
+                return OPT_ERROR;
+            }
+            o->traces[o->ntraces++] = optarg;
+            if (!o->trace)
+                o->trace = optarg;
             break;
         case OPT_KVM: o->kvm_path = optarg; break;
         case OPT_NO_GUEST_BTS: o->guest_bts = false; break;
@@ -131,6 +144,47 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             o->have_cr3 = true;
             break;
         case OPT_VERIFY_FLOW: o->verify_flow = true; break;
+        case OPT_BUFFER_SIZE:
+        case OPT_BUFFER_LIMIT:
+        {
+            const char *name = c == OPT_BUFFER_SIZE ? "--buffer-size" : "--buffer-limit";
+            uint64_t v;
+            if (options_parse_size(optarg, &v) < 0) {
+                snprintf(err, errlen, "%s: invalid size '%s' (use e.g. 1M or 4096)", name, optarg);
+                return OPT_ERROR;
+            }
+            if (v < 24) {
+                snprintf(err, errlen, "%s: %s is less than one record (24 bytes)", name, optarg);
+                return OPT_ERROR;
+            }
+            *(c == OPT_BUFFER_SIZE ? &o->buffer_size : &o->buffer_limit) = v;
+            break;
+        }
+        case OPT_OVERFLOW:
+            if (!strcmp(optarg, "block"))
+                o->overflow = 0;
+            else if (!strcmp(optarg, "wrap"))
+                o->overflow = 1;
+            else if (!strcmp(optarg, "drop"))
+                o->overflow = 2;
+            else {
+                snprintf(err, errlen, "--overflow: '%s' is not wrap, block or drop", optarg);
+                return OPT_ERROR;
+            }
+            break;
+        case OPT_LINGER:
+        {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || errno || !(v >= 0 && v <= 86400)) {
+                snprintf(err, errlen, "--linger: '%s' is not a number of seconds (0 to 86400)",
+                         optarg);
+                return OPT_ERROR;
+            }
+            o->linger = v;
+            break;
+        }
         case 'q': o->quiet = true; break;
         case 'h': return OPT_HELP;
         case OPT_VERSION_: return OPT_VERSION;

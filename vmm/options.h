@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define VBTS_MAX_TRACES 8
+#define VBTS_DEFAULT_BUFFER (64ull * 1024 * 24)    /* 65536 records */
+#define VBTS_DEFAULT_LINGER 10.0
+
 struct vbts_options {
     uint64_t memory;
     const char *append;
@@ -23,6 +27,13 @@ struct vbts_options {
     bool have_cr3;
     uint64_t cr3;
     bool verify_flow;
+    /* Every --trace DEST in order (trace is the first): files, unix:, tcp:. */
+    const char *traces[VBTS_MAX_TRACES];
+    int ntraces;
+    uint64_t buffer_size;       /* --buffer-size: bytes per vCPU */
+    uint64_t buffer_limit;      /* --buffer-limit: bytes, all vCPUs; 0 = a quarter of RAM */
+    int overflow;               /* --overflow: enum vbts_overflow (vbts/protocol.h) */
+    double linger;              /* --linger: seconds */
 };
 
 enum opt_result { OPT_RUN, OPT_HELP, OPT_VERSION, OPT_ERROR };

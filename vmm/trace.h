@@ -35,7 +35,23 @@ struct vbts_options;
 /* Fill `c` from the options; -1 with the error set (bad trigger, no --trace). */
 int trace_config_build(struct trace_config *c, const struct vbts_options *o);
 
-struct trace_sink *trace_sink_open(const char *path, int ncpus);
+/* Where the trace goes (--trace, repeatable) and how sockets buffer it. */
+struct trace_sink_config {
+    const char *const *dests;   /* FILE, unix:PATH, tcp:HOST:PORT */
+    int ndests;
+    uint64_t buffer_size;       /* bytes per vCPU */
+    uint64_t buffer_limit;      /* bytes for all vCPUs; 0: a quarter of RAM */
+    int overflow;               /* enum vbts_overflow */
+    double linger;              /* wrap, drop: seconds the final buffers stay readable */
+    bool quiet;
+};
+
+struct trace_sink *trace_sink_open(const struct trace_sink_config *c, int ncpus);
+/* After the run: serve socket clients until they have the trace (block) or
+ * --linger is over.  0, or the signal that cut short an undelivered block drain. */
+int trace_sink_finish(struct trace_sink *s);
+/* From the signal thread: producers and trace_sink_finish stop waiting. */
+void trace_sink_interrupt(struct trace_sink *s, int sig);
 /* Returns -1 (error set) if anything could not be written. */
 int trace_sink_close(struct trace_sink *s);
 bool trace_sink_failed(const struct trace_sink *s);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <vbts/client.h>
 #include <vbts/decode.h>
 #include <vbts/symbols.h>
 
@@ -23,8 +24,9 @@
 #define SYM_MAX   400
 
 static const char usage[] =
-    "Usage: vbts-decode [--format text|json] [--symbols FILE] FILE|-\n"
-    "Print the branch records of a vbts trace (FILE, or - for stdin).\n"
+    "Usage: vbts-decode [--format text|json] [--symbols FILE] FILE|-|unix:PATH|tcp:HOST:PORT\n"
+    "Print the branch records of a vbts trace (FILE, - for stdin, or the live\n"
+    "trace socket of a running vbts: see vbts-ctl for its other commands).\n"
     "\n"
     "  -f, --format=FMT  text (default): one line per record, like perf script\n"
     "                    json: one JSON object per line\n"
@@ -334,7 +336,21 @@ int main(int argc, char **argv)
         return usage_error("%s", "missing FILE operand");
 
     int fd = STDIN_FILENO;
-    if (strcmp(path, "-")) {
+    struct vbts_client *client = NULL;
+    if (vbts_is_socket_addr(path)) {
+        /* A running monitor: HELLO, STREAM, then the socket carries the trace. */
+        char err[512];
+        struct vbts_item it;
+        client = vbts_client_open(path, err, sizeof(err));
+        if (!client ||
+            vbts_client_call(client, VBTS_MSG_STREAM, (const uint8_t[VBTS_STREAM_REQ_SIZE]){ 0 },
+                             VBTS_STREAM_REQ_SIZE, &it, err, sizeof(err), NULL, NULL) < 0) {
+            fprintf(stderr, "vbts-decode: %s\n", err);
+            vbts_client_close(client);
+            return 1;
+        }
+        fd = vbts_client_fd(client);
+    } else if (strcmp(path, "-")) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             fprintf(stderr, "vbts-decode: %s: %s\n", path, strerror(errno));
@@ -377,7 +393,9 @@ int main(int argc, char **argv)
         status = 1;
     }
     vbts_reader_free(r);
-    if (fd != STDIN_FILENO)
+    if (client)
+        vbts_client_close(client);
+    else if (fd != STDIN_FILENO)
         close(fd);
     return status;
 }

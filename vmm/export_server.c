@@ -794,6 +794,26 @@ static void pump(struct export *x, struct conn *c, double now)
             if (c->data == D_DRAIN) {
                 if (!fill(x, c) || out_room(c) < VBTS_PROTO_HDR_SIZE + VBTS_COUNT_REPLY_SIZE)
                     break;
+                /*
+                 * Room the drain freed may take the LOST marker of a vCPU that
+                 * has ended (drop mode): it belongs to this drain too.
+                 */
+                bool more = false;
+                for (int i = 0; i < x->ncpus; i++) {
+                    struct xring *r = &x->rings[i];
+                    if (!c->cur[i].active)
+                        continue;
+                    pthread_mutex_lock(&r->lock);
+                    recompute(x, i);
+                    if (r->finished && r->head > c->cur[i].end && r->tail == c->cur[i].end) {
+                        c->cur[i].end = r->head;
+                        r->tail = r->head;
+                        more = true;
+                    }
+                    pthread_mutex_unlock(&r->lock);
+                }
+                if (more)
+                    continue;
                 for (int i = 0; i < x->ncpus; i++)
                     c->cur[i].active = false;
                 c->data = D_NONE;

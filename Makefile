@@ -83,6 +83,21 @@ bench: deps
 	$(MAKE) all
 	@for b in bench/*.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
 
+# Fuzz the control protocol server (fuzz/fuzz_proto.c) for FUZZ_TIME seconds
+# with libFuzzer (clang); a crash or a malformed reply fails the target.
+FUZZ_TIME ?= 60
+FUZZ_CC   ?= clang
+FUZZ_SRC  := fuzz/fuzz_proto.c vmm/export_proto.c vmm/export_ring.c vmm/export_server.c vmm/error.c
+$(BUILD)/fuzz/fuzz_proto: $(FUZZ_SRC) vmm/export.h include/vbts/protocol.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -pthread -Iinclude -Ivmm -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $(FUZZ_SRC)
+
+fuzz: $(BUILD)/fuzz/fuzz_proto
+	@rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_proto -max_total_time=$(FUZZ_TIME) -max_len=2048 -timeout=10 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus fuzz/corpus
+
 install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl $(DESTDIR)$(PREFIX)/bin/
@@ -93,5 +108,5 @@ install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 clean:
 	rm -rf build build-san
 
-.PHONY: all stubs deps tests test check demo bench install clean
+.PHONY: all stubs deps tests test check demo bench fuzz install clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

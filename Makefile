@@ -83,6 +83,9 @@ bench: deps
 	$(MAKE) all
 	@for b in bench/*.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
 
+$(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
+
 # Fuzz the control protocol server (fuzz/fuzz_proto.c) for FUZZ_TIME seconds
 # with libFuzzer (clang); a crash or a malformed reply fails the target.
 FUZZ_TIME ?= 60

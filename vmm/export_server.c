@@ -1335,8 +1335,10 @@ void export_close(struct export *x)
     if (x->nls > 0 && !x->quiet) {
         const char *name = x->ls[0].name;
         if (dropped)
-            fprintf(stderr, "vbts: %s: %llu records dropped (--overflow drop)\n", name,
-                    (unsigned long long)dropped);
+            fprintf(stderr, "vbts: %s: %llu records dropped (%s)\n", name,
+                    (unsigned long long)dropped,
+                    x->overflow == VBTS_OVERFLOW_DROP ? "--overflow drop"
+                                                      : "the buffer was full when a signal came");
         if (overwritten)
             fprintf(stderr, "vbts: %s: %llu records overwritten (--overflow wrap)\n", name,
                     (unsigned long long)overwritten);

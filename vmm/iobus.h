@@ -3,6 +3,7 @@
 #ifndef VBTS_IOBUS_H
 #define VBTS_IOBUS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct vcpu;
@@ -34,5 +35,23 @@ void iobus_access(struct iobus *bus, struct vcpu *cpu, uint16_t port, int is_out
 /* The devices this monitor has (one file each). */
 int serial8250_register(struct iobus *bus, uint16_t base, int out_fd);
 int debug_exit_register(struct iobus *bus, uint16_t base);
+
+/* A UART with an interrupt line and a console watcher (Linux guests). */
+struct vm;
+struct serial_config {
+    int out_fd;
+    struct vm *vm;
+    int irq;                /* ISA IRQ raised through KVM_IRQ_LINE, or -1: polled only */
+    void (*on_line)(struct vm *vm, const char *line);   /* each line printed, or NULL */
+};
+struct io_device *serial8250_attach(struct iobus *bus, uint16_t base,
+                                    const struct serial_config *cfg);
+/* Bytes received from the console; returns how many fitted in the FIFO. */
+size_t serial8250_rx_push(struct io_device *dev, const uint8_t *buf, size_t n);
+
+/* PC platform devices a Linux guest uses (dev_*.c). */
+int acpi_pm_register(struct iobus *bus);        /* PM1 registers: power-off (S5) */
+int i8042_register(struct iobus *bus);          /* keyboard controller: reset */
+int cmos_rtc_register(struct iobus *bus);       /* CMOS clock at 0x70/0x71 */
 
 #endif

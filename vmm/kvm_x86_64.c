@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kvm.h"
+#include "loader_linux.h"
 
 /* Where KVM may put the real-mode TSS and identity map (VMX needs them). */
 #define KVM_TSS_ADDR 0xfffbd000u
@@ -64,6 +65,9 @@ static int set_cpuid(struct vm *vm, struct vcpu *cpu)
                     c->entries[i].ecx |= 1u << 2;
                 }
             }
+            /* Topology leaves name the x2APIC ID, which must match the MADT's. */
+            if (vm->irqchip && (c->entries[i].function == 0xb || c->entries[i].function == 0x1f))
+                c->entries[i].edx = (uint32_t)cpu->index;
         }
         int r = ioctl(cpu->fd, KVM_SET_CPUID2, c);
         free(c);
@@ -92,6 +96,29 @@ static int vcpu_create(struct vm *vm, struct vcpu *cpu, int index)
     return set_cpuid(vm, cpu);
 }
 
+/*
+ * PIC, I/O APIC, local APICs and PIT in the kernel, for Linux guests: the
+ * APs then start by INIT/SIPI from the BSP (KVM keeps non-boot vCPUs in
+ * KVM_MP_STATE_UNINITIALIZED until then) and HLT waits in the kernel.
+ */
+static int create_irqchip(struct vm *vm)
+{
+    if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+        return vbts_fail_errno("KVM_CREATE_IRQCHIP");
+    struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+    if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+        return vbts_fail_errno("KVM_CREATE_PIT2");
+    return 0;
+}
+
+int kvm_irq_line(struct vm *vm, int irq, int level)
+{
+    struct kvm_irq_level l = { .irq = (uint32_t)irq, .level = (uint32_t)level };
+    if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &l) < 0)
+        return vbts_fail_errno("KVM_IRQ_LINE %d", irq);
+    return 0;
+}
+
 int kvm_vm_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int ncpus)
 {
     vm->kvm_fd = vm->vm_fd = -1;
@@ -111,6 +138,9 @@ int kvm_vm_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int nc
     if (gmem_init(&vm->mem, mem_size) < 0)
         return -1;
     if (set_memory(vm) < 0)
+        return -1;
+    /* Before any vCPU exists: KVM then gives each one an in-kernel local APIC. */
+    if (vm->irqchip && create_irqchip(vm) < 0)
         return -1;
     vm->ncpus = ncpus;
     vm->vcpus = calloc(ncpus, sizeof(*vm->vcpus));
@@ -180,6 +210,32 @@ int kvm_x86_enter_protected32(struct vcpu *cpu, uint32_t eip, uint32_t eax, uint
      * usable stack below 0x7000, and guests written against QEMU rely on it.
      */
     struct kvm_regs regs = { .rip = eip, .rax = eax, .rbx = ebx, .rsp = 0x7000, .rflags = 0x2 };
+    if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
+        return vbts_fail_errno("KVM_SET_REGS");
+    return 0;
+}
+
+int kvm_x86_enter_long64(struct vcpu *cpu, const struct linux_boot *lb)
+{
+    struct kvm_sregs sregs;
+    if (ioctl(cpu->fd, KVM_GET_SREGS, &sregs) < 0)
+        return vbts_fail_errno("KVM_GET_SREGS");
+    flat_segment(&sregs.cs, LINUX_BOOT_CS, 0xb);
+    sregs.cs.l = 1;                          /* 64-bit code: L set, D clear */
+    sregs.cs.db = 0;
+    flat_segment(&sregs.ds, LINUX_BOOT_DS, 0x3);
+    sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+    sregs.gdt.base = lb->gdt_base;
+    sregs.gdt.limit = lb->gdt_limit;
+    sregs.idt.base = 0;
+    sregs.idt.limit = 0;
+    sregs.cr3 = lb->cr3;
+    sregs.cr4 = 1u << 5;                     /* PAE */
+    sregs.cr0 = 0x80000011u;                 /* PG | ET | PE */
+    sregs.efer = (1u << 8) | (1u << 10);     /* LME | LMA */
+    if (ioctl(cpu->fd, KVM_SET_SREGS, &sregs) < 0)
+        return vbts_fail_errno("KVM_SET_SREGS");
+    struct kvm_regs regs = { .rip = lb->entry, .rsi = lb->zero_page, .rflags = 0x2 };
     if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
         return vbts_fail_errno("KVM_SET_REGS");
     return 0;

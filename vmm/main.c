@@ -11,11 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostcompat_x86.h"
 #include "iobus.h"
 #include "kvm.h"
+#include "linux_vm.h"
 #include "loader.h"
+#include "loader_linux.h"
 #include "options.h"
 #include "trace.h"
+#include "vbts/symbols.h"
 
 #define COM1_BASE       0x3f8
 #define DEBUG_EXIT_PORT 0xf4
@@ -23,11 +27,15 @@
 
 static const char usage[] =
     "usage: vbts [options] GUEST\n"
-    "Run GUEST (a multiboot v1 kernel: ELF32 or a.out kludge) in a KVM virtual\n"
-    "machine and optionally record every taken branch as Intel BTS records.\n"
+    "Run GUEST (a multiboot v1 kernel: ELF32 or a.out kludge; or a Linux bzImage)\n"
+    "in a KVM virtual machine and optionally record every taken branch as Intel\n"
+    "BTS records.\n"
     "\n"
     "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
-    "  -a, --append CMDLINE  kernel command line passed in the multiboot info\n"
+    "  -a, --append CMDLINE  kernel command line (multiboot info, or Linux's;\n"
+    "                        Linux default: \"" LINUX_DEFAULT_CMDLINE "\")\n"
+    "      --cpus N          vCPUs for a Linux guest (default 1)\n"
+    "      --initrd FILE     initrd/initramfs for a Linux guest\n"
     "  -t, --trace DEST      record the branch trace (docs/format.md) into DEST: a FILE,\n"
     "                        unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is\n"
     "                        given) for clients (docs/protocol.md); repeatable\n"
@@ -123,8 +131,13 @@ int main(int argc, char **argv)
     size_t image_size;
     if (loader_read_file(o.guest, &image, &image_size) < 0)
         die("%s", vbts_last_error());
-    if (!loader_is_multiboot(image, image_size))
+    /* Multiboot first, as before; a bzImage is told by its setup header. */
+    bool linux_guest = !loader_is_multiboot(image, image_size) &&
+                       loader_is_bzimage(image, image_size);
+    if (!linux_guest && !loader_is_multiboot(image, image_size))
         die("%s: not a multiboot image (no multiboot header in the first 8192 bytes)", o.guest);
+    if (!linux_guest && (o.cpus > 1 || o.initrd))
+        die("%s: --cpus and --initrd are for Linux guests; this is a multiboot image", o.guest);
     if (image_size > o.memory)
         die("%s: image (%zu bytes) is larger than guest memory (--memory %" PRIu64 " bytes)",
             o.guest, image_size, o.memory);
@@ -135,21 +148,39 @@ int main(int argc, char **argv)
     vm.io = &io;
     vm.guest_bts = o.guest_bts;
     vm.tcfg = &tcfg;
-    if (kvm_vm_create(&vm, o.kvm_path, o.memory, 1) < 0)
+    vm.irqchip = linux_guest;   /* multiboot guests keep dev_lapic.c and KVM_EXIT_HLT */
+    struct vbts_symtab *syms = NULL;
+    if (o.symbols) {
+        char serr[VBTS_MAX_MSG];
+        if (!(syms = vbts_symtab_load(o.symbols, serr, sizeof(serr))))
+            die("--symbols: %s", serr);
+        vm.syms = syms;
+    }
+    if (kvm_vm_create(&vm, o.kvm_path, o.memory, linux_guest ? o.cpus : 1) < 0)
         die("%s", vbts_last_error());
     if (vm.guest_bts && guest_bts_install(vm.vm_fd) < 0)
         die("guest BTS needs MSR filtering, which this host's KVM lacks (%s); "
             "run with --no-guest-bts", vbts_last_error());
 
-    struct boot_info bi;
-    if (loader_multiboot(&vm.mem, image, image_size, o.append, &bi) < 0)
-        die("%s: %s", o.guest, vbts_last_error());
-    free(image);
-    if (kvm_x86_enter_protected32(&vm.vcpus[0], bi.entry, MB_BOOT_MAGIC, bi.mbi) < 0)
-        die("%s", vbts_last_error());
-    if (serial8250_register(&io, COM1_BASE, STDOUT_FILENO) < 0 ||
-        debug_exit_register(&io, DEBUG_EXIT_PORT) < 0)
-        die("%s", vbts_last_error());
+    if (linux_guest) {
+        struct linux_guest g = { .path = o.guest, .image = image, .image_size = image_size,
+                                 .initrd = o.initrd, .append = *o.append ? o.append : NULL };
+        if (linux_vm_setup(&vm, &io, &g) < 0)
+            die("%s", vbts_last_error());
+        free(image);
+        if (debug_exit_register(&io, DEBUG_EXIT_PORT) < 0)
+            die("%s", vbts_last_error());
+    } else {
+        struct boot_info bi;
+        if (loader_multiboot(&vm.mem, image, image_size, o.append, &bi) < 0)
+            die("%s: %s", o.guest, vbts_last_error());
+        free(image);
+        if (kvm_x86_enter_protected32(&vm.vcpus[0], bi.entry, MB_BOOT_MAGIC, bi.mbi) < 0)
+            die("%s", vbts_last_error());
+        if (serial8250_register(&io, COM1_BASE, STDOUT_FILENO) < 0 ||
+            debug_exit_register(&io, DEBUG_EXIT_PORT) < 0)
+            die("%s", vbts_last_error());
+    }
 
     if (o.trace) {
         struct trace_sink_config tsc = {
@@ -189,9 +220,12 @@ int main(int argc, char **argv)
     pthread_kill(sig_tid, SIGTERM);
     pthread_join(sig_tid, NULL);
 
+    if (linux_guest)
+        linux_vm_teardown(&vm);
     enum vm_end end = atomic_load(&vm.end);
     if (end == VM_END_CRASH || end == VM_END_MONITOR || end == VM_END_SIGNAL)
         fprintf(stderr, "vbts: %s\n", vm.end_msg);
+    hostcompat_summary(stderr);
 
     /* Asked for explicitly: printed even with --quiet. */
     if (tcfg.verify_flow)
@@ -218,5 +252,6 @@ int main(int argc, char **argv)
         trace_vcpu_free(vm.vcpus[i].trace);
     iobus_destroy(&io);
     kvm_vm_destroy(&vm);
+    vbts_symtab_free(syms);
     return status;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define MIN_MEMORY (2ull << 20)      /* images load at 1 MiB */
+#define MAX_CPUS    64               /* APIC IDs stay 8-bit; far beyond what this host runs */
 #define MAX_MEMORY (1ull << 40)      /* 1 TiB: beyond any guest this host can back */
 
 int options_parse_size(const char *s, uint64_t *bytes)
@@ -57,7 +58,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
 {
     enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
            OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW,
-           OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER };
+           OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
@@ -75,13 +76,15 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { "buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT },
         { "overflow", required_argument, NULL, OPT_OVERFLOW },
         { "linger", required_argument, NULL, OPT_LINGER },
+        { "cpus", required_argument, NULL, OPT_CPUS },
+        { "initrd", required_argument, NULL, OPT_INITRD },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION_ },
         { 0 },
     };
     *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm",
-                                 .guest_bts = true,
+                                 .guest_bts = true, .cpus = 1,
                                  .buffer_size = VBTS_DEFAULT_BUFFER,
                                  .linger = VBTS_DEFAULT_LINGER };
     optind = 1;
@@ -185,6 +188,23 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             o->linger = v;
             break;
         }
+        case OPT_CPUS:
+        {
+            uint64_t n;
+            if (parse_u64(optarg, &n) < 0 || n < 1 || n > MAX_CPUS) {
+                snprintf(err, errlen, "--cpus: '%s' is not a number from 1 to %d", optarg, MAX_CPUS);
+                return OPT_ERROR;
+            }
+            o->cpus = (int)n;
+            break;
+        }
+        case OPT_INITRD:
+            if (!*optarg) {
+                snprintf(err, errlen, "--initrd: empty file name");
+                return OPT_ERROR;
+            }
+            o->initrd = optarg;
+            break;
         case 'q': o->quiet = true; break;
         case 'h': return OPT_HELP;
         case OPT_VERSION_: return OPT_VERSION;

@@ -19,6 +19,8 @@ struct vbts_options {
     const char *guest;
     bool quiet;
     bool guest_bts;
+    int cpus;                   /* vCPUs (Linux guests; multiboot runs one) */
+    const char *initrd;         /* Linux initrd/initramfs */
     /* Trace window and filters (trace_config.c resolves symbols). */
     const char *symbols;
     const char *trace_start, *trace_stop;

@@ -32,6 +32,7 @@ const char *vbts_last_error(void);
 struct trace_sink;
 struct trace_vcpu;
 struct trace_config;
+struct vbts_symtab;
 struct iobus;
 
 enum vm_end {
@@ -65,6 +66,12 @@ struct vm {
     struct trace_sink *sink;    /* NULL when not tracing */
     bool guest_bts;             /* guest BTS MSRs are virtualised */
     struct trace_config *tcfg;  /* what to trace; NULL when not tracing */
+    /* Linux guests (linux_vm.c): in-kernel irqchip, host-compat, panic watch. */
+    bool irqchip;               /* KVM's PIC/IOAPIC/LAPIC/PIT instead of dev_lapic.c */
+    bool hostcompat;            /* complete instructions the host cannot emulate */
+    const struct vbts_symtab *syms;  /* --symbols, to name RIP when the guest stops */
+    atomic_bool guest_panic;    /* the console showed "Kernel panic - not syncing" */
+    char panic_line[160];
 
     /* First end wins; later ones are consequences of it. */
     pthread_mutex_t end_lock;

@@ -7,9 +7,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "hostcompat_x86.h"
 #include "iobus.h"
 #include "kvm.h"
 #include "trace.h"
+#include "vbts/symbols.h"
 
 #define SIG_KICK SIGUSR1
 
@@ -67,6 +69,10 @@ static void crash(struct vcpu *cpu, const char *cause)
 static void internal_error(struct vcpu *cpu)
 {
     struct kvm_run *run = cpu->run;
+    /* Linux guests: an instruction this host cannot emulate may be completed here. */
+    if (cpu->vm->hostcompat && run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION &&
+        hostcompat_complete(cpu))
+        return;
     char bytes[128] = "";
     size_t n = 0;
     const char *what = run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION
@@ -87,9 +93,15 @@ static void internal_error(struct vcpu *cpu)
     unsigned long long rip = 0;
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) == 0)
         rip = regs.rip;
+    /* With --symbols, say where in the guest: " in func+0x12". */
+    char sym[160] = "";
+    uint64_t off;
+    const char *name = cpu->vm->syms ? vbts_symtab_lookup(cpu->vm->syms, rip, &off) : NULL;
+    if (name)
+        snprintf(sym, sizeof(sym), " in %s+0x%llx", name, (unsigned long long)off);
     vm_request_end(cpu->vm, VM_END_CRASH, VBTS_EXIT_GUEST_CRASH,
-                   "guest stopped: %s on vCPU %d at rip=0x%llx (suberror %u)%s", what,
-                   cpu->index, rip, run->internal.suberror, bytes);
+                   "guest stopped: %s on vCPU %d at rip=0x%llx%s (suberror %u)%s", what,
+                   cpu->index, rip, sym, run->internal.suberror, bytes);
 }
 
 static void handle_io(struct vcpu *cpu)

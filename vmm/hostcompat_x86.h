@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host compatibility (docs/host-compat.md): some KVM hosts cannot run a few
+ * instructions a Linux guest executes at CPL0 (kvm_pvm emulates CPL0 code
+ * and fails on them with KVM_EXIT_INTERNAL_ERROR, "emulation failure").
+ * vbts works around them in two ways, only on such hosts:
+ *  - kernel command line options that keep the kernel off an instruction
+ *    (clearcpuid=cx16, noxsave): hostcompat_cmdline();
+ *  - completing the failed instruction as the CPU would (int3, int n: the
+ *    guest's own handler runs): hostcompat_complete(), called on the
+ *    emulation failure, which counts what it did for hostcompat_summary().
+ */
+#ifndef VBTS_HOSTCOMPAT_X86_H
+#define VBTS_HOSTCOMPAT_X86_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct vcpu;
+
+/* Options this host needs on a Linux command line, or NULL if none. */
+const char *hostcompat_cmdline(void);
+
+/* The vCPU stopped on an emulation failure: true if the instruction was completed. */
+bool hostcompat_complete(struct vcpu *cpu);
+
+/* "vbts: host-compat: int3 emulated 3 times" on `f`, if any handler fired. */
+void hostcompat_summary(FILE *f);
+
+#endif

@@ -51,6 +51,7 @@ static const char usage[] =
     "      --cpl kernel|user|all  record branches taken at CPL0, CPL>0, or both\n"
     "      --cr3 VALUE       record only while CR3 holds this page-table base\n"
     "      --verify-flow     check every record against straight-line code; count violations\n"
+    "      --stop-after-trace  end the run (status 0) when the trace window closes\n"
     "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
     "      --kvm PATH        KVM device (default /dev/kvm)\n"
     "  -q, --quiet           no trace summary on stderr\n"

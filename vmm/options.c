@@ -57,7 +57,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                               char *err, size_t errlen)
 {
     enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
-           OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW,
+           OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW, OPT_STOP_AFTER,
            OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
@@ -72,6 +72,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { "cpl", required_argument, NULL, OPT_CPL },
         { "cr3", required_argument, NULL, OPT_CR3 },
         { "verify-flow", no_argument, NULL, OPT_VERIFY_FLOW },
+        { "stop-after-trace", no_argument, NULL, OPT_STOP_AFTER },
         { "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
         { "buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT },
         { "overflow", required_argument, NULL, OPT_OVERFLOW },
@@ -147,6 +148,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             o->have_cr3 = true;
             break;
         case OPT_VERIFY_FLOW: o->verify_flow = true; break;
+        case OPT_STOP_AFTER: o->stop_after_trace = true; break;
         case OPT_BUFFER_SIZE:
         case OPT_BUFFER_LIMIT:
         {

@@ -29,6 +29,7 @@ struct vbts_options {
     bool have_cr3;
     uint64_t cr3;
     bool verify_flow;
+    bool stop_after_trace;      /* end the run when the trace window closes */
     /* Every --trace DEST in order (trace is the first): files, unix:, tcp:. */
     const char *traces[VBTS_MAX_TRACES];
     int ntraces;

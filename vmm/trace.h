@@ -26,6 +26,7 @@ struct trace_config {
     uint64_t max_branches;      /* 0: no limit; else the total over all vCPUs */
     enum trace_cpl cpl;
     bool verify_flow;
+    bool stop_after;            /* end the run when the window closes */
     atomic_int window;          /* enum trace_window */
     _Atomic uint64_t emitted;   /* branch records written, all vCPUs */
     _Atomic uint64_t flow_checked, flow_violations;

@@ -42,14 +42,17 @@ int trace_config_build(struct trace_config *c, const struct vbts_options *o)
     if (r < 0)
         return -1;
     if (!o->trace && (o->trace_start || o->trace_stop || o->max_branches || o->cpl ||
-                      o->have_cr3 || o->verify_flow))
-        return vbts_fail("--trace-start, --trace-stop, --max-branches, --cpl, --cr3 and "
-                         "--verify-flow need --trace");
+                      o->have_cr3 || o->verify_flow || o->stop_after_trace))
+        return vbts_fail("--trace-start, --trace-stop, --max-branches, --cpl, --cr3, "
+                         "--verify-flow and --stop-after-trace need --trace");
+    if (o->stop_after_trace && !o->trace_stop && !o->max_branches)
+        return vbts_fail("--stop-after-trace needs --trace-stop or --max-branches");
     c->max_branches = o->max_branches;
     c->cpl = (enum trace_cpl)o->cpl;
     c->have_cr3 = o->have_cr3;
     c->cr3 = o->cr3;
     c->verify_flow = o->verify_flow;
+    c->stop_after = o->stop_after_trace;
     atomic_store(&c->window, c->have_start ? WINDOW_WAITING : WINDOW_OPEN);
     return 0;
 }

@@ -193,8 +193,12 @@ static void close_window(struct trace_vcpu *t)
 {
     struct trace_config *c = t->cpu->vm->tcfg;
     int open = WINDOW_OPEN;
-    if (atomic_compare_exchange_strong(&c->window, &open, WINDOW_CLOSED))
-        vm_kick_others(t->cpu->vm);
+    if (atomic_compare_exchange_strong(&c->window, &open, WINDOW_CLOSED)) {
+        if (c->stop_after)
+            vm_request_end(t->cpu->vm, VM_END_TRACE_DONE, VBTS_EXIT_OK, "trace window closed");
+        else
+            vm_kick_others(t->cpu->vm);
+    }
     stop_tracing(t, VBTS_STOP_LIMIT);
 }
 

@@ -42,6 +42,7 @@ enum vm_end {
     VM_END_CRASH,       /* triple fault or an instruction KVM could not run */
     VM_END_MONITOR,     /* the monitor failed or cannot go on */
     VM_END_SIGNAL,      /* SIGINT/SIGTERM */
+    VM_END_TRACE_DONE,  /* --stop-after-trace: the trace window closed */
 };
 
 struct vcpu {

@@ -97,8 +97,17 @@ bad "vbts: --symbols: $TMP/none.map: No such file or directory" \
     --trace "$TMP/x.vbts" --symbols "$TMP/none.map" "$STUBS/branches64.bin"
 bad "vbts: --max-branches: '0' is not a positive number" --max-branches 0 "$STUBS/branches64.bin"
 bad "vbts: --cpl: 'ring1' is not kernel, user or all" --cpl ring1 "$STUBS/branches64.bin"
-bad "vbts: --trace-start, --trace-stop, --max-branches, --cpl, --cr3 and --verify-flow need --trace" \
+bad "vbts: --trace-start, --trace-stop, --max-branches, --cpl, --cr3, --verify-flow and --stop-after-trace need --trace" \
     --max-branches 5 "$STUBS/branches64.bin"
+bad "vbts: --stop-after-trace needs --trace-stop or --max-branches" \
+    --trace "$TMP/x.vbts" --stop-after-trace "$STUBS/branches64.bin"
+
+# --stop-after-trace: the run ends, status 0, when the window closes.
+v -q --max-branches 4 --stop-after-trace --trace "$TMP/s.vbts" "$STUBS/branches64.bin"
+expect branches64 | sed -n 1,4p >"$TMP/exp"
+records "$TMP/s.vbts" branches64 >"$TMP/act"
+if [ $rc = 0 ] && compare_records "$TMP/exp" "$TMP/act" "" ""; then ok "--stop-after-trace: status 0 after exactly 4 records"
+else not_ok "--stop-after-trace"; diag "status $rc"; fi
 
 plan "$TAP_N"
 exit $((TAP_FAILED > 0))

@@ -384,7 +384,8 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
                                VBTS_KIND_EXCEPTION, rip);
     }
     uint64_t next = p->from + p->len;
-    if (rip == next)
+    /* A REP string instruction steps once per iteration, in place. */
+    if (rip == next || rip == p->from)
         return 0;
     if (p->shadow && explain_skip(v, next, rip, &skip, &has_skip)) {
         if (has_skip)

@@ -78,6 +78,13 @@ demo: deps
 	$(MAKE) all
 	@scripts/demo.sh $(BUILD)
 
+# A real Linux guest for tests and the demo: Debian's cloud kernel and a
+# busybox initramfs, from apt only (scripts/linux-guest.sh).  Shared by
+# `make test` and `make check`, so it lives in build/ whatever BUILD is.
+LINUX_GUEST ?= build/linux
+linux-guest: deps
+	@scripts/linux-guest.sh $(LINUX_GUEST)
+
 # Benchmarks print ratios measured side by side in one run (bench/*.sh).
 bench: deps
 	$(MAKE) all
@@ -111,5 +118,5 @@ install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 clean:
 	rm -rf build build-san
 
-.PHONY: all stubs deps tests test check demo bench fuzz install clean
+.PHONY: all stubs deps tests test check demo bench fuzz install clean linux-guest
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

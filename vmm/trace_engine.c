@@ -159,6 +159,7 @@ static int start_tracing(struct trace_vcpu *t, bool regs_synced)
     if (update_debug(t) < 0 || (!regs_synced && sync_regs_now(t) < 0))
         return -1;
     t->start_ns = monotonic_ns();
+    t->event_vector = -1;
     trace_emit_start(t);
     t->cr3 = t->cpu->run->s.regs.sregs.cr3;
     trace_emit(t, vbts_marker(VBTS_MARK_CTX_ARRIVE, t->cr3, 0));
@@ -259,7 +260,8 @@ void trace_note_completion(struct trace_vcpu *t)
 
 void trace_note_event(struct vcpu *cpu, int vector)
 {
-    if (cpu->trace)
+    /* Only a stepping vCPU has a prediction for the event to settle. */
+    if (cpu->trace && cpu->trace->stepping)
         cpu->trace->event_vector = vector;
 }
 

@@ -413,7 +413,7 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
     if (p->kind == VBTS_KIND_UNKNOWN)
         return 0;
     p->taken = true;
-    if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_CALL) {
+    if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_JCC) {
         /* RIP-relative targets need the instruction's own RIP, not the current one. */
         struct kvm_regs r = *v->regs;
         uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;

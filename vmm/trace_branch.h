@@ -54,8 +54,9 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
  * Same, for an instruction at linear address `lin` whose step exit was
  * swallowed (handler entry, after IRET, after MOV SS).  Register values are
  * those seen after it ran, so only control flow that does not depend on them
- * is predicted: unconditional direct branches and non-branches.  Conditional
- * and indirect branches report taken=true, target_known=false.
+ * is predicted: targets of direct branches and non-branches.  Conditional
+ * branches report taken=true with their target (taken or not is unknown);
+ * indirect ones target_known=false.
  */
 int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
                       const char **why);

@@ -266,27 +266,38 @@ void trace_note_event(struct vcpu *cpu, int vector)
 }
 
 /*
- * One swallowed instruction at `lin` must lead to `rip`.  On success the
- * record it makes, if any, is in *rec.
+ * Instructions from `lin` on whose step exits were swallowed must lead to
+ * `rip`: up to SKIP_MAX of them, straight-line, the last of which may be a
+ * branch.  On success the record that branch makes, if any, is in *rec.
+ * (kvm_pvm has been seen to swallow more than one step in a row.)
  */
+#define SKIP_MAX 4
+
 static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
-                         struct branch_pred *rec, bool *has_rec)
+                         bool allow_indirect, struct branch_pred *rec, bool *has_rec)
 {
     struct branch_pred p;
     const char *why;
     *has_rec = false;
-    if (branch_predict_at(v, lin, &p, &why))
-        return false;
-    if (p.kind == VBTS_KIND_UNKNOWN)
-        return rip == lin + p.len;
-    if (p.target_known && rip != p.target)
-        return false;
-    if (!p.target_known && rip == lin + p.len && p.kind == VBTS_KIND_JCC)
-        return true;        /* a conditional branch not taken */
-    *rec = p;
-    rec->target = rip;
-    *has_rec = true;
-    return true;
+    for (int n = 0; n < SKIP_MAX; n++) {
+        if (branch_predict_at(v, lin, &p, &why))
+            return false;
+        if (p.kind == VBTS_KIND_UNKNOWN) {
+            lin += p.len;
+            if (rip == lin)
+                return true;
+            continue;
+        }
+        if (p.kind == VBTS_KIND_JCC && rip == lin + p.len)
+            return true;        /* a conditional branch not taken */
+        if (p.target_known ? rip != p.target : !(allow_indirect && n == 0))
+            return false;       /* an indirect target is taken on trust only right away */
+        *rec = p;
+        rec->target = rip;
+        *has_rec = true;
+        return true;
+    }
+    return false;
 }
 
 static void emit_skipped(struct trace_vcpu *t, const struct branch_pred *s)
@@ -317,7 +328,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
                 exact = vec;
             continue;
         }
-        if (!explain_skip(v, h, rip, &skip, &hs))
+        if (!explain_skip(v, h, rip, true, &skip, &hs))
             continue;
         matches++;
         if (found < 0 || (int)vec == hint) {
@@ -341,7 +352,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
         return -1;
     }
     idt_handler(v, found, &handler);
-    explain_skip(v, handler, rip, &skip, &has_skip);
+    explain_skip(v, handler, rip, true, &skip, &has_skip);
     emit_branch(t, from, handler, found >= 32 ? VBTS_KIND_INTERRUPT : kind, cpl);
     if (has_skip)
         emit_skipped(t, &skip);
@@ -377,7 +388,7 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
          * normally or raised an event itself.
          */
         emit_branch(t, p->from, target, p->kind, p->cpl);
-        if (explain_skip(v, target, rip, &skip, &has_skip)) {
+        if (explain_skip(v, target, rip, true, &skip, &has_skip)) {
             if (has_skip)
                 emit_skipped(t, &skip);
             return 0;
@@ -389,7 +400,7 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     /* A REP string instruction steps once per iteration, in place. */
     if (rip == next || rip == p->from)
         return 0;
-    if (p->shadow && explain_skip(v, next, rip, &skip, &has_skip)) {
+    if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
         if (has_skip)
             emit_skipped(t, &skip);
         return 0;

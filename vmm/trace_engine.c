@@ -370,8 +370,9 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
         /* The monitor injected an event: it was delivered before p ran. */
         int vec = t->event_vector;
         t->event_vector = -1;
-        return attribute_event(t, v, p->from, p->cpl, vec, true,
-                               vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT, rip);
+        unsigned kind = p->kind == VBTS_KIND_INT ? VBTS_KIND_INT     /* int3 completed for the host */
+                        : vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT;
+        return attribute_event(t, v, p->from, p->cpl, vec, true, kind, rip);
     }
     if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
         uint64_t target = p->target_known ? p->target : rip;

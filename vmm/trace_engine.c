@@ -305,6 +305,12 @@ static void emit_skipped(struct trace_vcpu *t, const struct branch_pred *s)
     emit_branch(t, s->from, s->target, s->kind, s->cpl);
 }
 
+/* An unexplained event on a vector from 32 up is an external interrupt. */
+static unsigned event_kind(unsigned kind, int vector)
+{
+    return kind == VBTS_KIND_EXCEPTION && vector >= 32 ? VBTS_KIND_INTERRUPT : kind;
+}
+
 /*
  * The step ended somewhere the instruction at `from` cannot go: an event
  * was delivered there, and the handler's first instruction may have run
@@ -340,7 +346,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     /* Vectors from 32 up are external interrupts (in-kernel APIC, PIT). */
     if (exact >= 0) {
         idt_handler(v, exact, &handler);
-        emit_branch(t, from, handler, exact >= 32 ? VBTS_KIND_INTERRUPT : kind, cpl);
+        emit_branch(t, from, handler, event_kind(kind, exact), cpl);
         return 0;
     }
     if (found < 0 || (matches > 1 && hinted < 0)) {
@@ -353,7 +359,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     }
     idt_handler(v, found, &handler);
     explain_skip(v, handler, rip, true, &skip, &has_skip);
-    emit_branch(t, from, handler, found >= 32 ? VBTS_KIND_INTERRUPT : kind, cpl);
+    emit_branch(t, from, handler, event_kind(kind, found), cpl);
     if (has_skip)
         emit_skipped(t, &skip);
     return 0;

@@ -19,14 +19,167 @@
 #include "kvm.h"
 #include "trace.h"
 
-enum { HC_INT3, HC_INTN, HC_FWAIT, HC_RETRY, HC_COUNT };
-static const char *const hc_name[HC_COUNT] = { "int3", "int n", "fwait", "patched-away retry" };
-static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "done" };
+enum { HC_INT3, HC_INTN, HC_FWAIT, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_COUNT };
+static const char *const hc_name[HC_COUNT] = { "int3", "int n", "fwait", "syscall", "sysret",
+                                               "patched-away retry" };
+static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "completed",
+                                               "emulated", "done" };
 static atomic_ulong hc_fired[HC_COUNT];
 
 /* Per vCPU: the RIP last retried, so that a real failure is not retried forever. */
 #define HC_MAX_VCPUS 64
 static uint64_t retried_rip[HC_MAX_VCPUS];
+/* Per vCPU: where the #PF-handler breakpoint sits, 0 if not armed. */
+static uint64_t pf_bp[HC_MAX_VCPUS];
+static bool stepping_over[HC_MAX_VCPUS];    /* single-stepping past the breakpoint */
+
+#define MSR_STAR  0xc0000081u
+#define MSR_LSTAR 0xc0000082u
+#define MSR_FMASK 0xc0000084u
+
+static bool host_is_pvm(void)
+{
+    return access("/sys/module/kvm_pvm", F_OK) == 0;
+}
+
+static int get_msrs(struct vcpu *cpu, uint64_t *star, uint64_t *lstar, uint64_t *fmask)
+{
+    struct {
+        struct kvm_msrs h;
+        struct kvm_msr_entry e[3];
+    } m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
+                                 { .index = MSR_FMASK } } };
+    if (ioctl(cpu->fd, KVM_GET_MSRS, &m) != 3)
+        return -1;
+    *star = m.e[0].data;
+    *lstar = m.e[1].data;
+    *fmask = m.e[2].data;
+    return 0;
+}
+
+static void flat64(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl)
+{
+    *s = (struct kvm_segment){ .base = 0, .limit = 0xffffffff, .selector = sel,
+                               .type = code ? 0xb : 0x3, .present = 1, .dpl = dpl, .s = 1,
+                               .l = code, .db = !code, .g = 1 };
+}
+
+/*
+ * SYSCALL from user mode on kvm_pvm: the host loads RCX, R11 and RIP =
+ * LSTAR but does not switch to CPL0; it delivers a page fault at LSTAR
+ * "from user mode" to the guest instead, and the kernel kills the task.
+ * vbts puts an execution breakpoint on the guest's #PF handler (IDT
+ * vector 14) and, when the frame there says "user mode, RIP = LSTAR",
+ * finishes the SYSCALL as the SDM describes: RSP back to the user's (the
+ * fault switched stacks), CS = STAR[47:32], SS = CS + 8, CPL 0,
+ * RIP = LSTAR, RFLAGS = the user's RFLAGS (in R11) & ~FMASK.  Other page faults
+ * continue untouched.  Not armed while tracing: the trace engine owns the
+ * debug registers then.
+ */
+static int arm(struct vcpu *cpu, uint64_t handler)
+{
+    struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
+    dbg.arch.debugreg[0] = handler;
+    dbg.arch.debugreg[7] = 0x1;     /* L0, execute, 1 byte */
+    return ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg);
+}
+
+/*
+ * Past the breakpoint: this host does not honour RFLAGS.RF for it, so the
+ * breakpoint goes off for one single-step and comes back after it.
+ */
+static bool step_over(struct vcpu *cpu)
+{
+    struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
+    if (ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+        return false;
+    stepping_over[cpu->index] = true;
+    return true;
+}
+
+void hostcompat_before_run(struct vcpu *cpu)
+{
+    if (cpu->index >= HC_MAX_VCPUS || pf_bp[cpu->index] || cpu->vm->sink || !host_is_pvm())
+        return;
+    uint64_t star = 0, lstar = 0, fmask = 0;
+    if (get_msrs(cpu, &star, &lstar, &fmask) < 0 || !lstar)
+        return;                     /* the kernel has not set up SYSCALL (nor its IDT) yet */
+    struct kvm_sregs sr;
+    uint8_t gate[16];
+    if (ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0 || sr.idt.limit < 14 * 16 + 15)
+        return;
+    struct gmem_paging pg = { sr.cr0, sr.cr3, sr.cr4, sr.efer };
+    if (gmem_read_linear(&cpu->vm->mem, &pg, sr.idt.base + 14 * 16, gate, 16) != GMEM_OK)
+        return;
+    uint64_t handler = (gate[0] | gate[1] << 8) | (uint64_t)(gate[6] | gate[7] << 8) << 16 |
+                       (uint64_t)(gate[8] | gate[9] << 8 | gate[10] << 16 |
+                                  (uint32_t)gate[11] << 24) << 32;
+    if (arm(cpu, handler) == 0)
+        pf_bp[cpu->index] = handler;
+}
+
+bool hostcompat_debug(struct vcpu *cpu)
+{
+    uint64_t bp = cpu->index < HC_MAX_VCPUS ? pf_bp[cpu->index] : 0;
+    if (!bp)
+        return false;
+    if (stepping_over[cpu->index]) {
+        stepping_over[cpu->index] = false;
+        return arm(cpu, bp) == 0;
+    }
+    if (cpu->run->debug.arch.pc != bp)
+        return false;
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    uint64_t star = 0, lstar = 0, fmask = 0;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0 ||
+        get_msrs(cpu, &star, &lstar, &fmask) < 0)
+        return false;
+    /* The #PF frame: error code, RIP, CS, RFLAGS, RSP, SS. */
+    uint64_t f[6];
+    struct gmem_paging pg = { sr.cr0, sr.cr3, sr.cr4, sr.efer };
+    if (gmem_read_linear(&cpu->vm->mem, &pg, regs.rsp, f, sizeof(f)) == GMEM_OK &&
+        f[1] == lstar && (f[2] & 3) == 3) {
+        uint16_t kcs = (uint16_t)(star >> 32) & 0xfffc;
+        flat64(&sr.cs, kcs, true, 0);
+        flat64(&sr.ss, kcs + 8, false, 0);
+        if (ioctl(cpu->fd, KVM_SET_SREGS, &sr) < 0)
+            return false;
+        regs.rsp = f[4];
+        regs.rip = lstar;
+        /* R11 holds the user's RFLAGS (the host set it, as SYSCALL does; the frame's is not). */
+        regs.rflags = (regs.r11 & ~fmask & ~(1ull << 16)) | 2;
+        if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
+            return false;
+        atomic_fetch_add(&hc_fired[HC_SYSCALL], 1);
+        return true;                /* RIP moved: the breakpoint is behind us */
+    }
+    /*
+     * An ordinary page fault: get past the breakpoint.  The handler starts
+     * with the NOPs that stand for CLAC without SMAP: executing one is
+     * moving RIP, much cheaper than a single-step.
+     */
+    uint8_t op;
+    if (gmem_read_linear(&cpu->vm->mem, &pg, regs.rip, &op, 1) == GMEM_OK && op == 0x90) {
+        regs.rip += 1;
+        return ioctl(cpu->fd, KVM_SET_REGS, &regs) == 0;
+    }
+    return step_over(cpu);
+}
+
+/* SYSRETQ (48 0f 07): the host's emulator has none. */
+static bool sysret(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
+{
+    uint64_t star = 0, lstar = 0, fmask = 0;
+    if (get_msrs(cpu, &star, &lstar, &fmask) < 0)
+        return false;
+    uint16_t base = (uint16_t)(star >> 48) & 0xfffc;
+    flat64(&sr->cs, (base + 16) | 3, true, 3);
+    flat64(&sr->ss, (base + 8) | 3, false, 3);
+    regs->rip = regs->rcx;
+    regs->rflags = (regs->r11 & 0x3c7fd7) | 2;
+    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+}
 
 const char *hostcompat_cmdline(void)
 {
@@ -35,8 +188,8 @@ const char *hostcompat_cmdline(void)
      * FPU init.  KVM_SET_CPUID2 cannot hide CX16/XSAVE there (the guest
      * sees host CPUID), so the kernel is told not to use them.
      */
-    if (access("/sys/module/kvm_pvm", F_OK) == 0)
-        return "clearcpuid=cx16,popcnt,smap,fsgsbase,invpcid,pcid,rdpid noxsave";
+    if (host_is_pvm())
+        return "clearcpuid=cx16,popcnt,smap,fsgsbase,invpcid,pcid,rdpid,ssse3 noxsave";
     return NULL;
 }
 
@@ -45,6 +198,8 @@ static size_t fetch(struct vcpu *cpu, const struct kvm_sregs *sr, uint64_t rip, 
 {
     struct gmem_paging pg = { sr->cr0, sr->cr3, sr->cr4, sr->efer };
     uint64_t lin = rip + ((sr->efer & (1u << 10)) ? 0 : sr->cs.base);
+    if (gmem_read_linear(&cpu->vm->mem, &pg, lin, buf, 3) == GMEM_OK)
+        return 3;
     if (gmem_read_linear(&cpu->vm->mem, &pg, lin, buf, 2) == GMEM_OK)
         return 2;
     if (gmem_read_linear(&cpu->vm->mem, &pg, lin, buf, 1) == GMEM_OK)
@@ -88,7 +243,7 @@ bool hostcompat_complete(struct vcpu *cpu)
 {
     struct kvm_regs regs;
     struct kvm_sregs sr;
-    uint8_t b[2];
+    uint8_t b[3];
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
         return false;
     size_t n = fetch(cpu, &sr, regs.rip, b);
@@ -102,7 +257,13 @@ bool hostcompat_complete(struct vcpu *cpu)
         atomic_fetch_add(&hc_fired[HC_INT3], 1);
         return true;
     }
-    if (n == 2 && b[0] == 0xcd) {                   /* int imm8 */
+    if (n == 3 && b[0] == 0x48 && b[1] == 0x0f && b[2] == 0x07 && (sr.efer & (1u << 10))) {
+        if (!sysret(cpu, &regs, &sr))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_SYSRET], 1);
+        return true;
+    }
+    if (n >= 2 && b[0] == 0xcd) {                   /* int imm8 */
         if (!inject_soft_interrupt(cpu, &regs, 2, b[1]))
             return false;
         atomic_fetch_add(&hc_fired[HC_INTN], 1);

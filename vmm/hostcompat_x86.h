@@ -24,6 +24,11 @@ const char *hostcompat_cmdline(void);
 /* The vCPU stopped on an emulation failure: true if the instruction was completed. */
 bool hostcompat_complete(struct vcpu *cpu);
 
+/* Before KVM_RUN: arm what needs the guest's state (the SYSCALL breakpoint). */
+void hostcompat_before_run(struct vcpu *cpu);
+/* KVM_EXIT_DEBUG: true if it was host-compat's breakpoint (handled). */
+bool hostcompat_debug(struct vcpu *cpu);
+
 /* "vbts: host-compat: int3 emulated 3 times" on `f`, if any handler fired. */
 void hostcompat_summary(FILE *f);
 

@@ -130,6 +130,8 @@ static void *vcpu_thread(void *arg)
             break;
         }
         lapic_inject_pending(cpu);
+        if (vm->hostcompat)
+            hostcompat_before_run(cpu);
         if (ioctl(cpu->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 run->immediate_exit = 0;
@@ -154,6 +156,8 @@ static void *vcpu_thread(void *arg)
                 memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
             break;
         case KVM_EXIT_DEBUG:
+            if (vm->hostcompat && hostcompat_debug(cpu))
+                break;
             trace_on_debug(cpu->trace);
             break;
         case KVM_EXIT_X86_RDMSR:

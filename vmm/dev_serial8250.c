@@ -188,6 +188,15 @@ size_t serial8250_rx_push(struct io_device *dev, const uint8_t *buf, size_t n)
     struct serial8250 *s = dev->opaque;
     size_t done = 0;
     pthread_mutex_lock(&s->lock);
+    /*
+     * Held back until the driver enables receive interrupts: the kernel
+     * clears the FIFO while it sets the port up, and piped input that came
+     * early would be lost there.
+     */
+    if (s->vm && !(s->ier & UART_IER_RDI)) {
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+    }
     while (done < n && s->rx_count < RX_FIFO) {
         s->rx[(s->rx_head + s->rx_count) % RX_FIFO] = buf[done++];
         s->rx_count++;

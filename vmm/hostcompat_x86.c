@@ -11,27 +11,23 @@
  */
 #include "hostcompat_x86.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <Zydis/Zydis.h>
+
 #include "kvm.h"
 #include "trace.h"
 
-enum { HC_INT3, HC_INTN, HC_FWAIT, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_COUNT };
+enum { HC_INT3, HC_INTN, HC_FWAIT, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_HALT, HC_COUNT };
 static const char *const hc_name[HC_COUNT] = { "int3", "int n", "fwait", "syscall", "sysret",
-                                               "patched-away retry" };
+                                               "patched-away retry", "stale HLT state" };
 static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "completed",
-                                               "emulated", "done" };
+                                               "emulated", "done", "cleared" };
 static atomic_ulong hc_fired[HC_COUNT];
-
-/* Per vCPU: the RIP last retried, so that a real failure is not retried forever. */
-#define HC_MAX_VCPUS 64
-static uint64_t retried_rip[HC_MAX_VCPUS];
-/* Per vCPU: where the #PF-handler breakpoint sits, 0 if not armed. */
-static uint64_t pf_bp[HC_MAX_VCPUS];
-static bool stepping_over[HC_MAX_VCPUS];    /* single-stepping past the breakpoint */
 
 #define MSR_STAR  0xc0000081u
 #define MSR_LSTAR 0xc0000082u
@@ -73,15 +69,15 @@ static void flat64(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl)
  * finishes the SYSCALL as the SDM describes: RSP back to the user's (the
  * fault switched stacks), CS = STAR[47:32], SS = CS + 8, CPL 0,
  * RIP = LSTAR, RFLAGS = the user's RFLAGS (in R11) & ~FMASK.  Other page faults
- * continue untouched.  Not armed while tracing: the trace engine owns the
- * debug registers then.
+ * continue untouched.  The breakpoint is DR1; the trace engine drops it
+ * while it single-steps (then CPL3 is not traced on this host anyway) and
+ * puts it back when the window closes.
  */
-static int arm(struct vcpu *cpu, uint64_t handler)
+static bool arm(struct vcpu *cpu, uint64_t handler)
 {
-    struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
-    dbg.arch.debugreg[0] = handler;
-    dbg.arch.debugreg[7] = 0x1;     /* L0, execute, 1 byte */
-    return ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg);
+    cpu->hc.pf_bp = handler;
+    cpu->hc.stepping_over = false;
+    return trace_update_debug(cpu->trace) == 0;
 }
 
 /*
@@ -90,16 +86,13 @@ static int arm(struct vcpu *cpu, uint64_t handler)
  */
 static bool step_over(struct vcpu *cpu)
 {
-    struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
-    if (ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-        return false;
-    stepping_over[cpu->index] = true;
-    return true;
+    cpu->hc.stepping_over = true;
+    return trace_update_debug(cpu->trace) == 0;
 }
 
 void hostcompat_before_run(struct vcpu *cpu)
 {
-    if (cpu->index >= HC_MAX_VCPUS || pf_bp[cpu->index] || cpu->vm->sink || !host_is_pvm())
+    if (cpu->hc.pf_bp || !host_is_pvm())
         return;
     uint64_t star = 0, lstar = 0, fmask = 0;
     if (get_msrs(cpu, &star, &lstar, &fmask) < 0 || !lstar)
@@ -114,20 +107,48 @@ void hostcompat_before_run(struct vcpu *cpu)
     uint64_t handler = (gate[0] | gate[1] << 8) | (uint64_t)(gate[6] | gate[7] << 8) << 16 |
                        (uint64_t)(gate[8] | gate[9] << 8 | gate[10] << 16 |
                                   (uint32_t)gate[11] << 24) << 32;
-    if (arm(cpu, handler) == 0)
-        pf_bp[cpu->index] = handler;
+    if (handler && !arm(cpu, handler))
+        vm_request_end(cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
+}
+
+static ZydisDecoder decoder64;
+static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
+static void decoder_init(void)
+{
+    ZydisDecoderInit(&decoder64, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+}
+
+/* NOPs, ENDBR64 and CLD at RIP, done by moving RIP (and clearing DF); true if any. */
+static bool skip_handler_prologue(struct vcpu *cpu, const struct gmem_paging *pg, struct kvm_regs *regs)
+{
+    pthread_once(&decoder_once, decoder_init);
+    uint64_t start = regs->rip;
+    for (int i = 0; i < 8; i++) {
+        uint8_t code[ZYDIS_MAX_INSTRUCTION_LENGTH];
+        size_t n = sizeof(code);
+        while (n && gmem_read_linear(&cpu->vm->mem, pg, regs->rip, code, n) != GMEM_OK)
+            n--;    /* the code may end at an unmapped page */
+        ZydisDecodedInstruction in;
+        if (!n || ZYAN_FAILED(ZydisDecoderDecodeInstruction(&decoder64, NULL, code, n, &in)))
+            break;
+        if (in.mnemonic == ZYDIS_MNEMONIC_CLD)
+            regs->rflags &= ~(1ull << 10);
+        else if (in.mnemonic != ZYDIS_MNEMONIC_NOP && in.mnemonic != ZYDIS_MNEMONIC_ENDBR64)
+            break;
+        regs->rip += in.length;
+    }
+    return regs->rip != start;
 }
 
 bool hostcompat_debug(struct vcpu *cpu)
 {
-    uint64_t bp = cpu->index < HC_MAX_VCPUS ? pf_bp[cpu->index] : 0;
-    if (!bp)
-        return false;
-    if (stepping_over[cpu->index]) {
-        stepping_over[cpu->index] = false;
-        return arm(cpu, bp) == 0;
-    }
-    if (cpu->run->debug.arch.pc != bp)
+    uint64_t bp = cpu->hc.pf_bp;
+    const struct kvm_debug_exit_arch *d = &cpu->run->debug.arch;
+    if (!bp || (d->dr6 & 0x1) || trace_is_stepping(cpu->trace))
+        return false;       /* the trace engine's: its start trigger (DR0) or its steps */
+    if (cpu->hc.stepping_over)
+        return arm(cpu, bp);
+    if (d->pc != bp)
         return false;
     struct kvm_regs regs;
     struct kvm_sregs sr;
@@ -156,15 +177,43 @@ bool hostcompat_debug(struct vcpu *cpu)
     }
     /*
      * An ordinary page fault: get past the breakpoint.  The handler starts
-     * with the NOPs that stand for CLAC without SMAP: executing one is
-     * moving RIP, much cheaper than a single-step.
+     * with what needs no CPU state but RIP and DF: CLAC and ENDBR patched
+     * into NOPs where the CPU lacks SMAP/IBT, then CLD.  Doing those here
+     * moves RIP off the breakpoint without a single-step, whose exit this
+     * host can lose (a lost one would leave the vCPU stepping into user
+     * mode, where the host reflects the #DB to the guest).
      */
-    uint8_t op;
-    if (gmem_read_linear(&cpu->vm->mem, &pg, regs.rip, &op, 1) == GMEM_OK && op == 0x90) {
-        regs.rip += 1;
+    if (skip_handler_prologue(cpu, &pg, &regs))
         return ioctl(cpu->fd, KVM_SET_REGS, &regs) == 0;
-    }
     return step_over(cpu);
+}
+
+/*
+ * kvm_pvm leaves a vCPU that an interrupt woke from HLT while it was
+ * single-stepped in KVM_MP_STATE_HALTED, though it went on running (seen:
+ * halted at a NOP in pvclock_clocksource_read, IF=0).  Once stepping
+ * stops, KVM blocks it as halted with interrupts off, for good: the other
+ * vCPU's IPIs time out (soft lockup in smp_call_function).  A vCPU that is
+ * really halted sits right after a HLT (F4); any other halted vCPU is made
+ * runnable again.
+ */
+void hostcompat_after_stepping(struct vcpu *cpu)
+{
+    struct kvm_mp_state mp;
+    if (ioctl(cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
+        return;
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    uint8_t before;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
+        return;
+    struct gmem_paging pg = { sr.cr0, sr.cr3, sr.cr4, sr.efer };
+    uint64_t lin = regs.rip - 1 + ((sr.efer & (1u << 10)) ? 0 : sr.cs.base);
+    if (gmem_read_linear(&cpu->vm->mem, &pg, lin, &before, 1) != GMEM_OK || before == 0xf4)
+        return;
+    mp.mp_state = KVM_MP_STATE_RUNNABLE;
+    if (ioctl(cpu->fd, KVM_SET_MP_STATE, &mp) == 0)
+        atomic_fetch_add(&hc_fired[HC_HALT], 1);
 }
 
 /* SYSRETQ (48 0f 07): the host's emulator has none. */
@@ -247,10 +296,9 @@ bool hostcompat_complete(struct vcpu *cpu)
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
         return false;
     size_t n = fetch(cpu, &sr, regs.rip, b);
-    uint64_t *last = cpu->index < HC_MAX_VCPUS ? &retried_rip[cpu->index] : NULL;
-    bool retried = last && *last == regs.rip;
-    if (last)
-        *last = 0;
+    uint64_t *last = &cpu->hc.retried_rip;
+    bool retried = *last == regs.rip;
+    *last = 0;
     if (n >= 1 && b[0] == 0xcc) {                   /* int3: #BP, a trap */
         if (!inject_soft_interrupt(cpu, &regs, 1, 3))
             return false;
@@ -287,7 +335,7 @@ bool hostcompat_complete(struct vcpu *cpu)
      * and ours.  Running it again fetches the new bytes, as a CPU could
      * have; a second failure at the same RIP is a real one.
      */
-    if (n >= 1 && last && !retried) {
+    if (n >= 1 && !retried) {
         *last = regs.rip;
         atomic_fetch_add(&hc_fired[HC_RETRY], 1);
         return true;

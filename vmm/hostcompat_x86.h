@@ -8,15 +8,25 @@
  *    (clearcpuid=cx16, noxsave): hostcompat_cmdline();
  *  - completing the failed instruction as the CPU would (int3, int n: the
  *    guest's own handler runs): hostcompat_complete(), called on the
- *    emulation failure, which counts what it did for hostcompat_summary().
+ *    emulation failure, which counts what it did for hostcompat_summary();
+ *  - the SYSCALL breakpoint (user-mode SYSCALL never reaches CPL0 there)
+ *    and a halted state the host leaves behind single-stepping.
  */
 #ifndef VBTS_HOSTCOMPAT_X86_H
 #define VBTS_HOSTCOMPAT_X86_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct vcpu;
+
+/* What host-compat keeps per vCPU (struct vcpu.hc). */
+struct hostcompat_vcpu {
+    uint64_t retried_rip;       /* RIP last retried, so that a real failure is not retried forever */
+    uint64_t pf_bp;             /* the #PF handler the SYSCALL breakpoint watches, 0 if none yet */
+    bool stepping_over;         /* one single-step past that breakpoint */
+};
 
 /* Options this host needs on a Linux command line, or NULL if none. */
 const char *hostcompat_cmdline(void);
@@ -24,8 +34,14 @@ const char *hostcompat_cmdline(void);
 /* The vCPU stopped on an emulation failure: true if the instruction was completed. */
 bool hostcompat_complete(struct vcpu *cpu);
 
-/* Before KVM_RUN: arm what needs the guest's state (the SYSCALL breakpoint). */
+/*
+ * Before KVM_RUN: find what needs the guest's state (the SYSCALL
+ * breakpoint).  The trace engine owns KVM's debug state and folds that
+ * breakpoint in (trace_update_debug) whenever it is not single-stepping.
+ */
 void hostcompat_before_run(struct vcpu *cpu);
+/* The trace engine stops single-stepping the vCPU: undo a stale halted state. */
+void hostcompat_after_stepping(struct vcpu *cpu);
 /* KVM_EXIT_DEBUG: true if it was host-compat's breakpoint (handled). */
 bool hostcompat_debug(struct vcpu *cpu);
 

@@ -86,6 +86,14 @@ void trace_vcpu_free(struct trace_vcpu *t);
 int trace_vcpu_start(struct trace_vcpu *t);
 /* Step exactly while --trace or the guest's own BTS needs it. */
 int trace_update_stepping(struct trace_vcpu *t);
+/*
+ * KVM's debug state for this vCPU, from everything that needs it: the
+ * engine's steps and start trigger (DR0), and host-compat's breakpoint
+ * (DR1) or its step past it while the engine does not step.  -1, error set.
+ */
+int trace_update_debug(struct trace_vcpu *t);
+/* The engine single-steps this vCPU (its debug exits are the engine's). */
+bool trace_is_stepping(const struct trace_vcpu *t);
 /* The monitor completed the current instruction (I/O, MMIO exit). */
 void trace_note_completion(struct trace_vcpu *t);
 /* The monitor injected `vector`: the next step shows its delivery. */

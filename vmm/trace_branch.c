@@ -420,6 +420,22 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
         r.rip = lin - cs_base;
         struct cpu_view at = { v->mem, &r, v->sregs };
         p->target_known = direct_target(&at, &in, ops, &p->target);
+    } else if (p->kind == VBTS_KIND_RET) {
+        /*
+         * The RET has run (a swallowed step): its target is the slot it
+         * popped, just below RSP and the imm16 bytes it released.
+         */
+        unsigned w = in.operand_width / 8, sw = stack_width(v->sregs) / 8;
+        uint64_t imm = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? ops[0].imm.value.u : 0;
+        uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base, val;
+        struct kvm_regs r = *v->regs;
+        w = w ? w : sw;
+        r.rsp -= w + imm;
+        struct cpu_view at = { v->mem, &r, v->sregs };
+        if (read_stack(&at, 0, w, &val) == 0) {
+            p->target = cs_base + val;
+            p->target_known = true;
+        }
     }
     return 0;
 }

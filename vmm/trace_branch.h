@@ -56,7 +56,8 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
  * those seen after it ran, so only control flow that does not depend on them
  * is predicted: targets of direct branches and non-branches.  Conditional
  * branches report taken=true with their target (taken or not is unknown);
- * indirect ones target_known=false.
+ * a near RET the target it popped (the slot below RSP); other indirect
+ * ones target_known=false.
  */
 int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
                       const char **why);

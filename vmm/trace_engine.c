@@ -118,27 +118,49 @@ static void follow_context(struct trace_vcpu *t, uint64_t cr3)
     t->cr3 = cr3;
 }
 
-/* KVM's debug state follows from what this vCPU needs: steps, a breakpoint. */
+/* KVM's debug state follows from what this vCPU needs: steps, breakpoints. */
 static int update_debug(struct trace_vcpu *t)
 {
     bool step = t->tracing || guest_bts_on(&t->cpu->gbts);
+    const struct hostcompat_vcpu *hc = &t->cpu->hc;
+    bool hc_step = !step && hc->pf_bp && hc->stepping_over;
+    bool hc_bp = !step && hc->pf_bp && !hc->stepping_over;
     struct kvm_guest_debug dbg = { 0 };
-    if (step || t->bp_armed)
+    if (step || hc_step || t->bp_armed || hc_bp)
         dbg.control = KVM_GUESTDBG_ENABLE;
-    if (step)
+    if (step || hc_step)
         dbg.control |= KVM_GUESTDBG_SINGLESTEP;
-    if (t->bp_armed) {
+    if (t->bp_armed || hc_bp)
         dbg.control |= KVM_GUESTDBG_USE_HW_BP;
+    /* Execution breakpoints: R/W and LEN 0; L0 enables DR0, L1 DR1. */
+    if (t->bp_armed) {
         dbg.arch.debugreg[0] = t->cpu->vm->tcfg->start;
-        dbg.arch.debugreg[7] = 0x1;     /* L0: break on execution at DR0 */
+        dbg.arch.debugreg[7] |= 0x1;
+    }
+    if (hc_bp) {
+        dbg.arch.debugreg[1] = hc->pf_bp;
+        dbg.arch.debugreg[7] |= 0x4;
     }
     if (ioctl(t->cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-        return vbts_fail_errno("KVM_SET_GUEST_DEBUG (%s%s)", step ? "single-step" : "no step",
-                               t->bp_armed ? ", hardware breakpoint" : "");
+        return vbts_fail_errno("KVM_SET_GUEST_DEBUG (%s%s%s)", step || hc_step ? "single-step" : "no step",
+                               t->bp_armed ? ", start trigger" : "",
+                               hc_bp ? ", host-compat breakpoint" : "");
     if (step && !t->stepping)
         t->pred_valid = false;
+    if (!step && t->stepping)
+        hostcompat_after_stepping(t->cpu);
     t->stepping = step;
     return 0;
+}
+
+int trace_update_debug(struct trace_vcpu *t)
+{
+    return update_debug(t);
+}
+
+bool trace_is_stepping(const struct trace_vcpu *t)
+{
+    return t->stepping;
 }
 
 /* Registers of a vCPU that has not exited since they last changed. */

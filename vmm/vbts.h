@@ -11,6 +11,7 @@
 
 #include "guest_bts.h"
 #include "guest_mem.h"
+#include "hostcompat_x86.h"
 #include "lapic.h"
 
 /* Exit statuses, the monitor's contract with scripts (README, docs/usage.md). */
@@ -55,6 +56,7 @@ struct vcpu {
     struct trace_vcpu *trace;   /* the step recorder, for --trace and guest BTS */
     struct guest_bts gbts;      /* the guest's own BTS MSRs */
     struct lapic lapic;         /* LVT PMI, when KVM has no in-kernel APIC */
+    struct hostcompat_vcpu hc;  /* host-compat's breakpoint and retry state */
 };
 
 struct vm {

@@ -91,3 +91,73 @@ decode_records() {
     diag_file "$out.records-err"
     return $st
 }
+
+# --- Linux guests (linux.t, linux_trace.t) ----------------------------------
+# Debian's kernel and a busybox initramfs from `make linux-guest`
+# (scripts/linux-guest.sh), its symbols from the -dbg package
+# (scripts/linux-symbols.sh); both are fetched when missing.
+#   VBTS_LINUX=0         skip everything that needs the kernel
+#   VBTS_LINUX_TIMEOUT   seconds one Linux run may take (default 600)
+LINUX_GUEST=${LINUX_GUEST:-$ROOT/build/linux}
+LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-600}
+# The kernel command line of test boots: the console, and no boot work that
+# costs minutes where CPL0 is emulated and that the tests do not need
+# (docs/host-compat.md measures each): crypto and BLAKE2s self-tests, BTF
+# parsing for BPF kfuncs, trace-event and tracefs setup, ftrace's
+# weak-function check, X.509 certificate loading, slab sysfs files,
+# read-only remapping and its W+X walk, zeroing every allocation, and
+# speculation mitigations.  None of them changes what the tests check.
+LINUX_APPEND="console=ttyS0 panic=-1 quiet mitigations=off cryptomgr.notests init_on_alloc=0 rodata=off"
+LINUX_APPEND="$LINUX_APPEND initcall_blacklist=trace_eval_init,tracer_init_tracefs,ftrace_check_for_weak_functions,init_kprobe_trace,cubictcp_register,kfunc_init,bpf_prog_test_run_init,bpf_tcp_ca_kfunc_init,bpf_key_sig_kfuncs_init,bpf_rstat_kfunc_init,blake2s_mod_init,load_system_certificate_list,slab_sysfs_init"
+
+# linux_guest_or_skip WHAT [symbols]: the guest (and its symbols) ready, or
+# the whole test skipped (VBTS_LINUX=0, no /dev/kvm) or failed (the guest
+# could not be fetched) with a line saying why; sets LINUX_MAP and LINUX_INITRD.
+linux_guest_or_skip() {
+    local what=$1 syms=${2:-}
+    if [ "${VBTS_LINUX:-1}" = 0 ]; then
+        plan 1; skip "$what" "VBTS_LINUX=0"; exit 0
+    fi
+    if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+        plan 1; skip "$what" "no usable /dev/kvm"; exit 0
+    fi
+    if ! "$ROOT/scripts/linux-guest.sh" "$LINUX_GUEST" >"$TMP/guest.log" 2>&1; then
+        plan 1; not_ok "$what: the Linux guest (scripts/linux-guest.sh)"; diag_file "$TMP/guest.log"; exit 1
+    fi
+    if [ "$syms" = symbols ] && ! "$ROOT/scripts/linux-symbols.sh" "$LINUX_GUEST" >"$TMP/sym.log" 2>&1; then
+        plan 1; not_ok "$what: the kernel's symbols (scripts/linux-symbols.sh)"; diag_file "$TMP/sym.log"; exit 1
+    fi
+    LINUX_MAP=$LINUX_GUEST/System.map
+    LINUX_INITRD=$LINUX_GUEST/initramfs.cpio
+}
+
+# check_linux_window NAME CPUS SYMBOL RC: the checks on a Linux run that
+# traced 50,000 branches from SYMBOL into $TMP/NAME.vbts with --verify-flow
+# (stderr in $TMP/NAME.err, status RC): it decodes with the kernel's
+# symbols, has exactly 50000 branch records, 0 flow violations, starts
+# inside SYMBOL, and every vCPU has a context arrival and a stop marker.
+check_linux_window() {
+    local name=$1 cpus=$2 sym=$3 rc=$4 drc=0
+    "$VBTS_DECODE" --format json --symbols "$LINUX_MAP" "$TMP/$name.vbts" >"$TMP/$name.json" 2>"$TMP/$name.derr" || drc=$?
+    if [ "$rc" = 0 ] && [ $drc = 0 ]; then ok "$name: window traced, the trace decodes with symbols"
+    else not_ok "$name: window traced and decodes"; diag "status $rc, decode $drc"; diag_file "$TMP/$name.err"; diag_file "$TMP/$name.derr"; fi
+    local n
+    n=$(grep -c '"from"' "$TMP/$name.json")
+    [ "$n" = 50000 ] && ok "$name: exactly 50000 branch records" || { not_ok "$name: 50000 branch records"; diag "got $n"; }
+    if grep -qx "vbts: verify-flow: 50000 records checked, 0 violations" "$TMP/$name.err"; then
+        ok "$name: --verify-flow: 50000 records, 0 violations"
+    else not_ok "$name: --verify-flow 0 violations"; diag "$(grep verify-flow "$TMP/$name.err")"; fi
+    # The vCPU that reached the trigger takes its first branch inside the
+    # symbol (--verify-flow checked the straight line from the trigger to
+    # it; ftrace may have turned the entry call into a NOP).
+    local firsts cpu
+    firsts=$(for cpu in $(seq 0 $((cpus - 1))); do grep -m 1 "^{\"cpu\":$cpu,.*\"from\"" "$TMP/$name.json"; done)
+    if grep -q "\"from_sym\":\"$sym+0x[0-9a-f]*\"" <<<"$firsts"; then ok "$name: the window starts in $sym, named by symbol"
+    else not_ok "$name: the window starts in $sym"; diag "$firsts"; fi
+    for cpu in $(seq 0 $((cpus - 1))); do
+        if grep -q "^{\"cpu\":$cpu,\"seq\":[0-9]*,\"kind\":\"ctx-arrive\",\"cr3\":\"0x[0-9a-f]*\"" "$TMP/$name.json" &&
+           grep -q "^{\"cpu\":$cpu,.*\"kind\":\"stop\",\"reason\":\"limit\"" "$TMP/$name.json"; then
+            ok "$name: vCPU $cpu: context arrival marker and stop marker"
+        else not_ok "$name: vCPU $cpu: context and stop markers"; fi
+    done
+}

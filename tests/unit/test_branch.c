@@ -120,6 +120,30 @@ Test(branch, direct_call_and_ret_from_stack)
     cr_assert_eq(p.target, 0x12345);
 }
 
+/*
+ * A step that ran two instructions (kvm_pvm: `swapgs; ret` in one step):
+ * the RET is looked at after it ran, its target is the slot it popped.
+ */
+Test(branch, ret_after_it_ran)
+{
+    code("\x0f\x01\xf8\xc3\xc2\x10\x00", 7);   /* swapgs; ret; ret 16 */
+    uint64_t ret = 0x12345, junk = 0x99999;
+    memcpy(gmem_ptr(&mem, regs.rsp - 8, 8), &ret, 8);
+    memcpy(gmem_ptr(&mem, regs.rsp, 8), &junk, 8);
+    struct branch_pred p;
+    const char *why = NULL;
+    cr_assert_eq(branch_predict_at(&view, 0x10003, &p, &why), 0);
+    cr_assert_eq(p.kind, VBTS_KIND_RET);
+    cr_assert(p.target_known);
+    cr_assert_eq(p.target, 0x12345);
+    /* ret 16 popped 8 bytes and released 16 more: its slot is 24 below RSP. */
+    memcpy(gmem_ptr(&mem, regs.rsp - 24, 8), &ret, 8);
+    memcpy(gmem_ptr(&mem, regs.rsp - 8, 8), &junk, 8);
+    cr_assert_eq(branch_predict_at(&view, 0x10004, &p, &why), 0);
+    cr_assert(p.target_known);
+    cr_assert_eq(p.target, 0x12345);
+}
+
 Test(branch, indirect_through_register_and_memory)
 {
     code("\x41\xff\xe3", 3);                    /* jmp r11 */

@@ -11,16 +11,14 @@
  */
 #include "hostcompat_x86.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <Zydis/Zydis.h>
-
 #include "kvm.h"
 #include "trace.h"
+#include "trace_branch.h"
 
 enum { HC_INT3, HC_INTN, HC_FWAIT, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_HALT, HC_COUNT };
 static const char *const hc_name[HC_COUNT] = { "int3", "int n", "fwait", "syscall", "sysret",
@@ -101,7 +99,8 @@ void hostcompat_before_run(struct vcpu *cpu)
     uint8_t gate[16];
     if (ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0 || sr.idt.limit < 14 * 16 + 15)
         return;
-    struct gmem_paging pg = { sr.cr0, sr.cr3, sr.cr4, sr.efer };
+    struct gmem_paging pg;
+    cpu_paging(&sr, &pg);
     if (gmem_read_linear(&cpu->vm->mem, &pg, sr.idt.base + 14 * 16, gate, 16) != GMEM_OK)
         return;
     uint64_t handler = (gate[0] | gate[1] << 8) | (uint64_t)(gate[6] | gate[7] << 8) << 16 |
@@ -111,25 +110,15 @@ void hostcompat_before_run(struct vcpu *cpu)
         vm_request_end(cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
 }
 
-static ZydisDecoder decoder64;
-static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
-static void decoder_init(void)
-{
-    ZydisDecoderInit(&decoder64, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-}
-
 /* NOPs, ENDBR64 and CLD at RIP, done by moving RIP (and clearing DF); true if any. */
-static bool skip_handler_prologue(struct vcpu *cpu, const struct gmem_paging *pg, struct kvm_regs *regs)
+static bool skip_handler_prologue(const struct cpu_view *v, struct kvm_regs *regs)
 {
-    pthread_once(&decoder_once, decoder_init);
     uint64_t start = regs->rip;
     for (int i = 0; i < 8; i++) {
-        uint8_t code[ZYDIS_MAX_INSTRUCTION_LENGTH];
-        size_t n = sizeof(code);
-        while (n && gmem_read_linear(&cpu->vm->mem, pg, regs->rip, code, n) != GMEM_OK)
-            n--;    /* the code may end at an unmapped page */
         ZydisDecodedInstruction in;
-        if (!n || ZYAN_FAILED(ZydisDecoderDecodeInstruction(&decoder64, NULL, code, n, &in)))
+        ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+        const char *why;
+        if (cpu_decode(v, cpu_linear_ip(regs, v->sregs), &in, ops, &why))
             break;
         if (in.mnemonic == ZYDIS_MNEMONIC_CLD)
             regs->rflags &= ~(1ull << 10);
@@ -158,7 +147,8 @@ bool hostcompat_debug(struct vcpu *cpu)
         return false;
     /* The #PF frame: error code, RIP, CS, RFLAGS, RSP, SS. */
     uint64_t f[6];
-    struct gmem_paging pg = { sr.cr0, sr.cr3, sr.cr4, sr.efer };
+    struct gmem_paging pg;
+    cpu_paging(&sr, &pg);
     if (gmem_read_linear(&cpu->vm->mem, &pg, regs.rsp, f, sizeof(f)) == GMEM_OK &&
         f[1] == lstar && (f[2] & 3) == 3) {
         uint16_t kcs = (uint16_t)(star >> 32) & 0xfffc;
@@ -183,7 +173,8 @@ bool hostcompat_debug(struct vcpu *cpu)
      * host can lose (a lost one would leave the vCPU stepping into user
      * mode, where the host reflects the #DB to the guest).
      */
-    if (skip_handler_prologue(cpu, &pg, &regs))
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    if (skip_handler_prologue(&v, &regs))
         return ioctl(cpu->fd, KVM_SET_REGS, &regs) == 0;
     return step_over(cpu);
 }
@@ -204,12 +195,11 @@ void hostcompat_after_stepping(struct vcpu *cpu)
         return;
     struct kvm_regs regs;
     struct kvm_sregs sr;
-    uint8_t before;
+    uint8_t before[ZYDIS_MAX_INSTRUCTION_LENGTH];
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
         return;
-    struct gmem_paging pg = { sr.cr0, sr.cr3, sr.cr4, sr.efer };
-    uint64_t lin = regs.rip - 1 + ((sr.efer & (1u << 10)) ? 0 : sr.cs.base);
-    if (gmem_read_linear(&cpu->vm->mem, &pg, lin, &before, 1) != GMEM_OK || before == 0xf4)
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    if (cpu_fetch(&v, cpu_linear_ip(&regs, &sr) - 1, before) == 0 || before[0] == 0xf4)
         return;
     mp.mp_state = KVM_MP_STATE_RUNNABLE;
     if (ioctl(cpu->fd, KVM_SET_MP_STATE, &mp) == 0)
@@ -240,20 +230,6 @@ const char *hostcompat_cmdline(void)
     if (host_is_pvm())
         return "clearcpuid=cx16,popcnt,smap,fsgsbase,invpcid,pcid,rdpid,ssse3 noxsave";
     return NULL;
-}
-
-/* The bytes at RIP, read through the guest's page tables. */
-static size_t fetch(struct vcpu *cpu, const struct kvm_sregs *sr, uint64_t rip, uint8_t *buf)
-{
-    struct gmem_paging pg = { sr->cr0, sr->cr3, sr->cr4, sr->efer };
-    uint64_t lin = rip + ((sr->efer & (1u << 10)) ? 0 : sr->cs.base);
-    if (gmem_read_linear(&cpu->vm->mem, &pg, lin, buf, 3) == GMEM_OK)
-        return 3;
-    if (gmem_read_linear(&cpu->vm->mem, &pg, lin, buf, 2) == GMEM_OK)
-        return 2;
-    if (gmem_read_linear(&cpu->vm->mem, &pg, lin, buf, 1) == GMEM_OK)
-        return 1;
-    return 0;
 }
 
 static bool inject_soft_interrupt(struct vcpu *cpu, struct kvm_regs *regs, unsigned len,
@@ -292,10 +268,12 @@ bool hostcompat_complete(struct vcpu *cpu)
 {
     struct kvm_regs regs;
     struct kvm_sregs sr;
-    uint8_t b[3];
+    uint8_t b[ZYDIS_MAX_INSTRUCTION_LENGTH];
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
         return false;
-    size_t n = fetch(cpu, &sr, regs.rip, b);
+    /* Read through the guest's page tables: the bytes in the exit are not always current. */
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    size_t n = cpu_fetch(&v, cpu_linear_ip(&regs, &sr), b);
     uint64_t *last = &cpu->hc.retried_rip;
     bool retried = *last == regs.rip;
     *last = 0;
@@ -305,7 +283,7 @@ bool hostcompat_complete(struct vcpu *cpu)
         atomic_fetch_add(&hc_fired[HC_INT3], 1);
         return true;
     }
-    if (n == 3 && b[0] == 0x48 && b[1] == 0x0f && b[2] == 0x07 && (sr.efer & (1u << 10))) {
+    if (n >= 3 && b[0] == 0x48 && b[1] == 0x0f && b[2] == 0x07 && (sr.efer & (1u << 10))) {
         if (!sysret(cpu, &regs, &sr))
             return false;
         atomic_fetch_add(&hc_fired[HC_SYSRET], 1);

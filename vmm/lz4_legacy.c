@@ -8,11 +8,25 @@
  */
 #include "lz4_legacy.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #define LEGACY_BLOCK_MAX (8u << 20)
 
 static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* A length nibble of 15 goes on in bytes, each added, until one is not 255. */
+static bool more_length(const uint8_t **ip, const uint8_t *iend, size_t *n)
+{
+    unsigned b;
+    do {
+        if (*ip >= iend)
+            return false;
+        b = *(*ip)++;
+        *n += b;
+    } while (b == 255);
+    return true;
+}
 
 /* One LZ4 block; returns bytes written at out, or -1. */
 static long block(const uint8_t *ip, const uint8_t *iend, uint8_t *out, uint8_t *op, uint8_t *oend)
@@ -21,15 +35,8 @@ static long block(const uint8_t *ip, const uint8_t *iend, uint8_t *out, uint8_t 
     while (ip < iend) {
         unsigned token = *ip++;
         size_t lit = token >> 4;
-        if (lit == 15) {
-            unsigned b;
-            do {
-                if (ip >= iend)
-                    return -1;
-                b = *ip++;
-                lit += b;
-            } while (b == 255);
-        }
+        if (lit == 15 && !more_length(&ip, iend, &lit))
+            return -1;
         if (lit > (size_t)(iend - ip) || lit > (size_t)(oend - op))
             return -1;
         memcpy(op, ip, lit);
@@ -42,15 +49,8 @@ static long block(const uint8_t *ip, const uint8_t *iend, uint8_t *out, uint8_t 
         size_t off = ip[0] | ip[1] << 8;
         ip += 2;
         size_t len = token & 15;
-        if (len == 15) {
-            unsigned b;
-            do {
-                if (ip >= iend)
-                    return -1;
-                b = *ip++;
-                len += b;
-            } while (b == 255);
-        }
+        if (len == 15 && !more_length(&ip, iend, &len))
+            return -1;
         len += 4;
         if (off == 0 || off > (size_t)(op - out) || len > (size_t)(oend - op))
             return -1;

@@ -64,7 +64,7 @@ static int read_lin(const struct cpu_view *v, uint64_t lin, void *buf, size_t le
 }
 
 /* Instruction bytes may end at an unmapped page: fetch as many as exist. */
-static size_t fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf)
+size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf)
 {
     size_t first = 4096 - (lin & 0xfff);
     if (first >= ZYDIS_MAX_INSTRUCTION_LENGTH)
@@ -237,11 +237,11 @@ static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstructi
     return 0;
 }
 
-static int decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
-                  ZydisDecodedOperand *ops, const char **why)
+int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+               ZydisDecodedOperand *ops, const char **why)
 {
     uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
-    size_t n = fetch(v, lin, buf);
+    size_t n = cpu_fetch(v, lin, buf);
     if (n == 0) {
         *why = "instruction bytes are not in guest RAM";
         return -1;
@@ -288,7 +288,7 @@ static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOpe
 static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
                           ZydisDecodedOperand *ops, struct branch_pred *p, const char **why)
 {
-    if (decode(v, lin, in, ops, why))
+    if (cpu_decode(v, lin, in, ops, why))
         return -1;
     memset(p, 0, sizeof(*p));
     p->cpl = cpu_cpl(v->sregs);

@@ -10,7 +10,10 @@
 
 #include <linux/kvm.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <Zydis/Zydis.h>
 
 #include "guest_mem.h"
 
@@ -43,6 +46,15 @@ static inline int cpu_cpl(const struct kvm_sregs *s)
     return (s->cr0 & 1) ? (s->cs.selector & 3) : 0;
 }
 void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg);
+/*
+ * Up to ZYDIS_MAX_INSTRUCTION_LENGTH bytes at linear `lin`, through the
+ * guest's page tables; fewer where the code runs into an unmapped page.
+ * Returns how many (0: none readable).
+ */
+size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf);
+/* The instruction at `lin`, decoded in the vCPU's mode; -1 with *why set. */
+int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+               ZydisDecodedOperand *ops, const char **why);
 
 /*
  * Decode the instruction at the current RIP and predict its control flow.

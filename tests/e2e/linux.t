@@ -15,24 +15,6 @@
 cd "$ROOT"
 linux_guest_or_skip "Linux boots" symbols
 
-# boot NAME CPUS [vbts args...]: runs in the background; boot_wait NAME
-# then sets rc and secs.  Output in $TMP/NAME.{out,err}.
-boot() {
-    local name=$1 cpus=$2
-    shift 2
-    (
-        t0=$SECONDS st=0
-        timeout -k 5 "$LINUX_TIMEOUT" "$VBTS" --cpus "$cpus" --memory 256M "$@" "$LINUX_GUEST/bzImage" \
-            >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null || st=$?
-        [ "$st" = 124 ] && echo "(killed after ${LINUX_TIMEOUT}s)" >>"$TMP/$name.err"
-        echo "$st $((SECONDS - t0))" >"$TMP/$name.rc"
-    ) &
-}
-boot_wait() {
-    while [ ! -s "$TMP/$1.rc" ]; do sleep 1; done
-    read -r rc secs <"$TMP/$1.rc"
-}
-
 # marker NAME CPUS: the boot reached the marker with every CPU online and powered off.
 marker() {
     local name=$1 cpus=$2 want="VBTS-LINUX-OK cpus=$2 online=0"
@@ -77,18 +59,18 @@ else
     diag "status $rc"; diag_file "$TMP/start.out" 5; diag_file "$TMP/start.err" 5
 fi
 
-boot cpu1 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
+linux_run cpu1 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
 # Side by side: a window of 50,000 branches from sched_init_smp on 2 vCPUs
 # (nokaslr: the symbols of System.map are where the kernel runs).  It ends
 # the run when it closes: user space on 2 vCPUs is not reliable on kvm_pvm
 # yet (below).
-boot smp 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND nokaslr" --symbols "$LINUX_MAP" \
+linux_run smp 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND nokaslr" --symbols "$LINUX_MAP" \
     --trace-start sched_init_smp --max-branches 50000 --verify-flow --stop-after-trace \
     --trace "$TMP/smp.vbts"
 
-boot_wait cpu1
+linux_wait cpu1
 marker cpu1 1
-boot_wait smp
+linux_wait smp
 check_linux_window smp 2 sched_init_smp "$rc"
 n1=$(grep -c '^{"cpu":1,.*"from"' "$TMP/smp.json")
 [ "$n1" -gt 0 ] && ok "smp: vCPU 1 has its own branch records ($n1)" || not_ok "smp: vCPU 1 has branch records"
@@ -97,12 +79,12 @@ if [ "${VBTS_LINUX_BOOT:-0}" = 1 ]; then
     # Known to fail about every other time on kvm_pvm: a busybox process
     # segfaults reading its TLS (%fs) after the kernel brought both CPUs up
     # (docs/host-compat.md, "Open problem").
-    boot cpu2 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
-    boot_wait cpu2
+    linux_run cpu2 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
+    linux_wait cpu2
     marker cpu2 2
     # No init in the initramfs: the kernel panics, reboots (panic=-1), status 2.
-    boot panic 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND rdinit=/nonexistent init=/nonexistent"
-    boot_wait panic
+    linux_run panic 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND rdinit=/nonexistent init=/nonexistent"
+    linux_wait panic
     if [ "$rc" = 2 ] && grep -q "^vbts: guest kernel panicked (\"Kernel panic - not syncing" "$TMP/panic.err"; then
         ok "Linux panic=-1: status 2, the panic named (${secs}s)"
     else

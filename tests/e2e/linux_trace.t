@@ -13,18 +13,10 @@ linux_guest_or_skip "Linux trace windows" symbols
 # nokaslr: the symbols of System.map are where the kernel runs.
 APPEND="console=ttyS0 panic=-1 nokaslr quiet"
 
-# window NAME CPUS SYMBOL: 50,000 branches from SYMBOL; sets rc, secs.
-window() {
-    local name=$1 cpus=$2 sym=$3 t0=$SECONDS
-    rc=0
-    timeout -k 5 "$LINUX_TIMEOUT" "$VBTS" --cpus "$cpus" --memory 256M --initrd "$LINUX_INITRD" \
-        --append "$APPEND" --symbols "$LINUX_MAP" --trace-start "$sym" --max-branches 50000 \
-        --verify-flow --stop-after-trace --trace "$TMP/$name.vbts" "$LINUX_GUEST/bzImage" \
-        >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null || rc=$?
-    secs=$((SECONDS - t0))
-}
-
-window start_kernel 1 start_kernel
+linux_run start_kernel 1 --initrd "$LINUX_INITRD" --append "$APPEND" --symbols "$LINUX_MAP" \
+    --trace-start start_kernel --max-branches 50000 --verify-flow --stop-after-trace \
+    --trace "$TMP/start_kernel.vbts"
+linux_wait start_kernel
 check_linux_window start_kernel 1 start_kernel "$rc"
 diag "start_kernel window: ${secs}s"
 

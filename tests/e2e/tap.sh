@@ -131,6 +131,25 @@ linux_guest_or_skip() {
     LINUX_INITRD=$LINUX_GUEST/initramfs.cpio
 }
 
+# linux_run NAME CPUS [vbts args...]: the monitor on Debian's kernel with
+# CPUS vCPUs and 256 MiB, in the background, bounded by LINUX_TIMEOUT;
+# output in $TMP/NAME.{out,err}.  linux_wait NAME then sets rc and secs.
+linux_run() {
+    local name=$1 cpus=$2
+    shift 2
+    (
+        t0=$SECONDS st=0
+        timeout -k 5 "$LINUX_TIMEOUT" "$VBTS" --cpus "$cpus" --memory 256M "$@" "$LINUX_GUEST/bzImage" \
+            >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null || st=$?
+        [ "$st" = 124 ] && echo "(killed after ${LINUX_TIMEOUT}s)" >>"$TMP/$name.err"
+        echo "$st $((SECONDS - t0))" >"$TMP/$name.rc"
+    ) &
+}
+linux_wait() {
+    while [ ! -s "$TMP/$1.rc" ]; do sleep 1; done
+    read -r rc secs <"$TMP/$1.rc"
+}
+
 # check_linux_window NAME CPUS SYMBOL RC: the checks on a Linux run that
 # traced 50,000 branches from SYMBOL into $TMP/NAME.vbts with --verify-flow
 # (stderr in $TMP/NAME.err, status RC): it decodes with the kernel's

@@ -119,7 +119,7 @@ static void follow_context(struct trace_vcpu *t, uint64_t cr3)
 }
 
 /* KVM's debug state follows from what this vCPU needs: steps, breakpoints. */
-static int update_debug(struct trace_vcpu *t)
+int trace_update_debug(struct trace_vcpu *t)
 {
     bool step = t->tracing || guest_bts_on(&t->cpu->gbts);
     const struct hostcompat_vcpu *hc = &t->cpu->hc;
@@ -153,11 +153,6 @@ static int update_debug(struct trace_vcpu *t)
     return 0;
 }
 
-int trace_update_debug(struct trace_vcpu *t)
-{
-    return update_debug(t);
-}
-
 bool trace_is_stepping(const struct trace_vcpu *t)
 {
     return t->stepping;
@@ -178,7 +173,7 @@ static int start_tracing(struct trace_vcpu *t, bool regs_synced)
 {
     t->tracing = true;
     t->bp_armed = false;
-    if (update_debug(t) < 0 || (!regs_synced && sync_regs_now(t) < 0))
+    if (trace_update_debug(t) < 0 || (!regs_synced && sync_regs_now(t) < 0))
         return -1;
     t->start_ns = monotonic_ns();
     t->event_vector = -1;
@@ -199,7 +194,7 @@ static void stop_tracing(struct trace_vcpu *t, enum vbts_stop_reason why)
     t->tracing = false;
     t->flow_valid = false;
     trace_vcpu_stop(t, why);
-    if (update_debug(t) < 0)
+    if (trace_update_debug(t) < 0)
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", vbts_last_error());
 }
 
@@ -236,7 +231,7 @@ int trace_vcpu_start(struct trace_vcpu *t)
     if (atomic_load(&c->window) == WINDOW_WAITING) {
         /* Untraced at full speed until a vCPU reaches the start trigger. */
         t->bp_armed = true;
-        return update_debug(t);
+        return trace_update_debug(t);
     }
     return start_tracing(t, false);
 }
@@ -256,7 +251,7 @@ int trace_poll(struct trace_vcpu *t)
 int trace_update_stepping(struct trace_vcpu *t)
 {
     bool was = t->stepping;
-    if (update_debug(t) < 0)
+    if (trace_update_debug(t) < 0)
         return -1;
     if (!t->stepping || was)
         return 0;

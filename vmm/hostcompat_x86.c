@@ -226,9 +226,22 @@ const char *hostcompat_cmdline(void)
      * kvm_pvm (platform notes) fails on `lock cmpxchg16b` and on XRSTOR in
      * FPU init.  KVM_SET_CPUID2 cannot hide CX16/XSAVE there (the guest
      * sees host CPUID), so the kernel is told not to use them.
+     *
+     * Without XSAVE the kernel saves only x87/SSE state (FXSAVE) at a
+     * context switch, but user mode runs natively and its CPUID and XGETBV
+     * report the host's AVX/AVX-512 and XCR0, so glibc picks AVX-512
+     * string functions whose YMM/ZMM registers the kernel does not
+     * preserve: a task that page-faults inside memcpy and resumes on the
+     * other vCPU stores that vCPU's registers (seen: static busybox's TLS
+     * block copied as zeros, then a segfault reading it).  The kernel hands
+     * NAME=VALUE parameters to init as environment, so every glibc program
+     * below it is told not to use AVX; a GLIBC_TUNABLES in --append comes
+     * later and wins.
      */
     if (host_is_pvm())
-        return "clearcpuid=cx16,popcnt,smap,fsgsbase,invpcid,pcid,rdpid,ssse3 noxsave";
+        return "clearcpuid=cx16,popcnt,smap,fsgsbase,invpcid,pcid,rdpid,ssse3 noxsave "
+               "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
+               "-AVX512CD,-AVX2,-AVX";
     return NULL;
 }
 

@@ -71,7 +71,8 @@ static char *build_cmdline(const char *append)
     if (host) {
         snprintf(c, len, "%s %s", host, user);
         fprintf(stderr, "vbts: host-compat: this host's KVM (kvm_pvm) cannot run some kernel "
-                "instructions; kernel command line gets \"%s\" (docs/host-compat.md)\n", host);
+                "instructions and shows user mode the host's CPU features; kernel command "
+                "line gets \"%s\" (docs/host-compat.md)\n", host);
     } else {
         snprintf(c, len, "%s", user);
     }

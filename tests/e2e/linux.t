@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # linux.t: boot Debian's kernel (bzImage) with a busybox initramfs to its
-# marker line and power-off, status 0, on 1 vCPU; side by side, bring up 2
-# vCPUs and trace a window there: 50,000 branches from sched_init_smp, on
-# both vCPUs, with --verify-flow.
+# marker line and power-off, status 0, on 1 vCPU and, side by side, on 2
+# vCPUs, where a window is traced on the way: 50,000 branches from
+# sched_init_smp, on both vCPUs, with --verify-flow.
 #
 # A boot takes minutes where CPL0 code is emulated (kvm_pvm: about 3.5, see
 # docs/host-compat.md), so the two runs go side by side.
-#   VBTS_LINUX_BOOT=1   also a full 2-vCPU boot to the marker (flaky on
-#                       kvm_pvm, see docs/host-compat.md) and a panic=-1
-#                       boot that must end with status 2
+#   VBTS_LINUX_BOOT=1   also an untraced 2-vCPU boot and a panic=-1 boot
+#                       that must end with status 2
 #   VBTS_LINUX=0        nothing that needs the kernel
 . "$(dirname "$0")/tap.sh"
 cd "$ROOT"
@@ -60,25 +59,21 @@ else
 fi
 
 linux_run cpu1 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
-# Side by side: a window of 50,000 branches from sched_init_smp on 2 vCPUs
-# (nokaslr: the symbols of System.map are where the kernel runs).  It ends
-# the run when it closes: user space on 2 vCPUs is not reliable on kvm_pvm
-# yet (below).
+# Side by side, 2 vCPUs: a window of 50,000 branches from sched_init_smp
+# (nokaslr: the symbols of System.map are where the kernel runs), then on,
+# untraced, to the marker.
 linux_run smp 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND nokaslr" --symbols "$LINUX_MAP" \
-    --trace-start sched_init_smp --max-branches 50000 --verify-flow --stop-after-trace \
-    --trace "$TMP/smp.vbts"
+    --trace-start sched_init_smp --max-branches 50000 --verify-flow --trace "$TMP/smp.vbts"
 
 linux_wait cpu1
 marker cpu1 1
 linux_wait smp
+marker smp 2
 check_linux_window smp 2 sched_init_smp "$rc"
 n1=$(grep -c '^{"cpu":1,.*"from"' "$TMP/smp.json")
 [ "$n1" -gt 0 ] && ok "smp: vCPU 1 has its own branch records ($n1)" || not_ok "smp: vCPU 1 has branch records"
 
 if [ "${VBTS_LINUX_BOOT:-0}" = 1 ]; then
-    # Known to fail about every other time on kvm_pvm: a busybox process
-    # segfaults reading its TLS (%fs) after the kernel brought both CPUs up
-    # (docs/host-compat.md, "Open problem").
     linux_run cpu2 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
     linux_wait cpu2
     marker cpu2 2
@@ -92,7 +87,7 @@ if [ "${VBTS_LINUX_BOOT:-0}" = 1 ]; then
         diag "status $rc after ${secs}s"; diag_file "$TMP/panic.out" 10; diag_file "$TMP/panic.err" 5
     fi
 else
-    skip "Linux --cpus 2 boots to its marker" "set VBTS_LINUX_BOOT=1 (fails about every other time on kvm_pvm: docs/host-compat.md)"
+    skip "Linux --cpus 2 untraced boot to its marker" "set VBTS_LINUX_BOOT=1 (one more full boot)"
     skip "Linux panic=-1 ends with status 2" "set VBTS_LINUX_BOOT=1 (one more full boot)"
 fi
 

@@ -61,14 +61,25 @@ fi
 linux_run cpu1 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
 # Side by side, 2 vCPUs: a window of 50,000 branches from sched_init_smp
 # (nokaslr: the symbols of System.map are where the kernel runs), then on,
-# untraced, to the marker.
-linux_run smp 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND nokaslr" --symbols "$LINUX_MAP" \
-    --trace-start sched_init_smp --max-branches 50000 --verify-flow --trace "$TMP/smp.vbts"
+# untraced, to the marker.  The initramfs is the user's own: the test's,
+# followed by a gzip-compressed cpio that adds /my-init, which the command
+# line names (rdinit=) and hands a word through the environment.
+mkdir -p "$TMP/my"
+printf '#!/bin/sh\necho "MY-INIT says $VBTS_MY"\nexec /init\n' >"$TMP/my/my-init"
+chmod 0755 "$TMP/my/my-init"
+{ cat "$LINUX_INITRD"; (cd "$TMP/my" && echo my-init | cpio -o -H newc --quiet -R 0:0 | gzip -9); } >"$TMP/my.cpio"
+linux_run smp 2 --initrd "$TMP/my.cpio" --append "$LINUX_APPEND nokaslr rdinit=/my-init VBTS_MY=hello-from-append" \
+    --symbols "$LINUX_MAP" --trace-start sched_init_smp --max-branches 50000 --verify-flow --trace "$TMP/smp.vbts"
 
 linux_wait cpu1
 marker cpu1 1
 linux_wait smp
 marker smp 2
+if tr -d '\r' <"$TMP/smp.out" | grep -qx "MY-INIT says hello-from-append"; then
+    ok "smp: a user's initramfs (gzip part) and command line: its rdinit ran with the word from --append"
+else
+    not_ok "smp: a user's initramfs and command line"; diag_file "$TMP/smp.out" 10
+fi
 check_linux_window smp 2 sched_init_smp "$rc"
 n1=$(grep -c '^{"cpu":1,.*"from"' "$TMP/smp.json")
 [ "$n1" -gt 0 ] && ok "smp: vCPU 1 has its own branch records ($n1)" || not_ok "smp: vCPU 1 has branch records"

@@ -85,11 +85,12 @@ n1=$(grep -c '^{"cpu":1,.*"from"' "$TMP/smp.json")
 [ "$n1" -gt 0 ] && ok "smp: vCPU 1 has its own branch records ($n1)" || not_ok "smp: vCPU 1 has branch records"
 
 if [ "${VBTS_LINUX_BOOT:-0}" = 1 ]; then
+    # Side by side again: an untraced 2-vCPU boot, and a kernel that finds
+    # no init in the initramfs, panics and reboots (panic=-1): status 2.
     linux_run cpu2 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
+    linux_run panic 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND rdinit=/nonexistent init=/nonexistent"
     linux_wait cpu2
     marker cpu2 2
-    # No init in the initramfs: the kernel panics, reboots (panic=-1), status 2.
-    linux_run panic 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND rdinit=/nonexistent init=/nonexistent"
     linux_wait panic
     if [ "$rc" = 2 ] && grep -q "^vbts: guest kernel panicked (\"Kernel panic - not syncing" "$TMP/panic.err"; then
         ok "Linux panic=-1: status 2, the panic named (${secs}s)"

@@ -22,6 +22,12 @@ enum cpu_mode cpu_mode(const struct kvm_sregs *s)
     return s->cs.db ? MODE_PROT32 : MODE_PROT16;
 }
 
+/* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
+static uint64_t code_base(const struct kvm_sregs *s)
+{
+    return cpu_mode(s) == MODE_LONG64 ? 0 : s->cs.base;
+}
+
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s)
 {
     switch (cpu_mode(s)) {
@@ -201,7 +207,7 @@ static void fill_context(ZydisRegisterContext *ctx, const struct kvm_regs *r)
 static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                            const ZydisDecodedOperand *op, bool far, uint64_t *target)
 {
-    uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;
+    uint64_t cs_base = code_base(v->sregs);
     if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && !far) {
         static __thread ZydisRegisterContext ctx;
         fill_context(&ctx, v->regs);
@@ -312,7 +318,7 @@ static bool direct_target(const struct cpu_view *v, const ZydisDecodedInstructio
                           const ZydisDecodedOperand *ops, uint64_t *target)
 {
     enum cpu_mode m = cpu_mode(v->sregs);
-    uint64_t cs_base = m == MODE_LONG64 ? 0 : v->sregs->cs.base;
+    uint64_t cs_base = code_base(v->sregs);
     if (ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative) {
         uint64_t t;
         if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(in, &ops[0], v->regs->rip, &t)))
@@ -342,7 +348,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
         return 0;
 
     p->taken = true;
-    uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;
+    uint64_t cs_base = code_base(v->sregs);
     unsigned w = in.operand_width / 8, sw = stack_width(v->sregs) / 8;
     uint64_t val, sel;
     switch (p->kind) {
@@ -413,12 +419,13 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
     if (p->kind == VBTS_KIND_UNKNOWN)
         return 0;
     p->taken = true;
+    /* The registers as the instruction saw them, where its target depends on them. */
+    uint64_t cs_base = code_base(v->sregs);
+    struct kvm_regs r = *v->regs;
+    struct cpu_view at = { v->mem, &r, v->sregs };
     if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_JCC) {
         /* RIP-relative targets need the instruction's own RIP, not the current one. */
-        struct kvm_regs r = *v->regs;
-        uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base;
         r.rip = lin - cs_base;
-        struct cpu_view at = { v->mem, &r, v->sregs };
         p->target_known = direct_target(&at, &in, ops, &p->target);
     } else if (p->kind == VBTS_KIND_RET) {
         /*
@@ -426,12 +433,9 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
          * popped, just below RSP and the imm16 bytes it released.
          */
         unsigned w = in.operand_width / 8, sw = stack_width(v->sregs) / 8;
-        uint64_t imm = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? ops[0].imm.value.u : 0;
-        uint64_t cs_base = cpu_mode(v->sregs) == MODE_LONG64 ? 0 : v->sregs->cs.base, val;
-        struct kvm_regs r = *v->regs;
+        uint64_t imm = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? ops[0].imm.value.u : 0, val;
         w = w ? w : sw;
         r.rsp -= w + imm;
-        struct cpu_view at = { v->mem, &r, v->sregs };
         if (read_stack(&at, 0, w, &val) == 0) {
             p->target = cs_base + val;
             p->target_known = true;

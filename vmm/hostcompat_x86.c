@@ -31,9 +31,16 @@ static atomic_ulong hc_fired[HC_COUNT];
 #define MSR_LSTAR 0xc0000082u
 #define MSR_FMASK 0xc0000084u
 
+/* Asked before every KVM_RUN until the breakpoint is armed: looked up once. */
 static bool host_is_pvm(void)
 {
-    return access("/sys/module/kvm_pvm", F_OK) == 0;
+    static atomic_int pvm = -1;
+    int v = atomic_load_explicit(&pvm, memory_order_relaxed);
+    if (v < 0) {
+        v = access("/sys/module/kvm_pvm", F_OK) == 0;
+        atomic_store_explicit(&pvm, v, memory_order_relaxed);
+    }
+    return v;
 }
 
 static int get_msrs(struct vcpu *cpu, uint64_t *star, uint64_t *lstar, uint64_t *fmask)

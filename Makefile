@@ -2,6 +2,7 @@
 #   make demo     install what is missing, build, trace a bundled stub
 #   make test     install what is missing, run every test (unit + end-to-end)
 #   make check    the same tests on an ASan+UBSan build
+#   make lab      the end-to-end tests on stock KVM only (scripts/lab.sh)
 #   make install PREFIX=DIR
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -85,6 +86,14 @@ LINUX_GUEST ?= build/linux
 linux-guest: deps
 	@scripts/linux-guest.sh $(LINUX_GUEST)
 
+# The stock-KVM lab (scripts/lab.sh): Debian's kvm_amd in a QEMU TCG guest
+# with nested SVM, from apt packages only, cached in build/lab.  `make test`
+# runs the end-to-end tests there too; `make lab` runs only those.
+lab: deps
+	$(MAKE) tests
+	@scripts/lab.sh setup
+	@BUILD=$(BUILD) VBTS_UNIT=0 VBTS_LOCAL=0 tests/run
+
 # Benchmarks print ratios measured side by side in one run (bench/*.sh).
 bench: deps
 	$(MAKE) all
@@ -118,5 +127,5 @@ install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 clean:
 	rm -rf build build-san
 
-.PHONY: all stubs deps tests test check demo bench fuzz install clean linux-guest
+.PHONY: all stubs deps tests test check demo bench fuzz install clean linux-guest lab
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

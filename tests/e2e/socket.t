@@ -220,7 +220,7 @@ fi
 # the whole trace: streaming clients do not consume it, so each one gets it
 # all whenever it connects (in block mode a client that connects later starts
 # at what the earlier ones have not taken yet).
-bg -q --trace "$TMP/m.vbts" --trace "unix:$S" --overflow wrap --linger 1 "$TMP/g.bin"
+bg -q --trace "$TMP/m.vbts" --trace "unix:$S" --overflow wrap --linger 5 "$TMP/g.bin"
 wait_sock "$S"
 python3 - "$S" <<'PY' &
 import socket, sys

@@ -8,6 +8,9 @@
 #   STUBS        built guest stubs      (default: build/guest-stub)
 #   QEMU         qemu-system-x86_64     (default: from PATH)
 #   VBTS_TIMEOUT seconds for one vbts run (default 120)
+#   VBTS_HOST    the KVM the tests run on, named in every TAP line (default:
+#                this machine's module, kvm_pvm, kvm_intel or kvm_amd; the
+#                lab's runs set lab/kvm_amd)
 
 set -u
 
@@ -28,13 +31,21 @@ export QEMU
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/vbts-e2e.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
+if [ -z "${VBTS_HOST:-}" ]; then
+    for m in kvm_pvm kvm_intel kvm_amd; do
+        [ -d "/sys/module/$m" ] && VBTS_HOST=$m && break
+    done
+    VBTS_HOST=${VBTS_HOST:-no-kvm}
+fi
+export VBTS_HOST
+
 TAP_N=0
 TAP_FAILED=0
 
 plan()   { echo "1..$1"; }
-ok()     { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $*"; }
-not_ok() { TAP_N=$((TAP_N + 1)); TAP_FAILED=$((TAP_FAILED + 1)); echo "not ok $TAP_N - $*"; }
-skip()   { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $1 # SKIP $2"; }
+ok()     { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - [$VBTS_HOST] $*"; }
+not_ok() { TAP_N=$((TAP_N + 1)); TAP_FAILED=$((TAP_FAILED + 1)); echo "not ok $TAP_N - [$VBTS_HOST] $*"; }
+skip()   { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - [$VBTS_HOST] $1 # SKIP $2"; }
 # diag: stdin (or the arguments) as TAP diagnostics, on stderr so that
 # prove shows them without -v.
 diag() {

@@ -1,0 +1,179 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The stock-KVM lab: Debian's own kvm_amd, loaded in a QEMU TCG guest whose
+# CPU emulates AMD SVM with nested paging.  vbts and its tests run inside,
+# on stock KVM, whatever KVM this machine has (docs/host-compat.md).
+#
+#   scripts/lab.sh setup            fetch Debian's kernel, build the initramfs (cached in build/lab)
+#   scripts/lab.sh run CMD [ARG...] run CMD in the lab, here: same directory,
+#                                   environment and files (the host's root,
+#                                   read-only; /tmp is the lab's own); its
+#                                   stdout, stderr and exit status come back
+#   scripts/lab.sh info             what the lab is made of
+#
+# Environment: LAB_MEM (MiB, default 3072), LAB_CPUS (default 2),
+# LAB_TIMEOUT (seconds for a run, default 3600), LAB_KEEP=1 keeps the run
+# directory (job, console log, QEMU's messages).  Needs apt-get, dpkg,
+# cpio, busybox-static and qemu-system-x86; nothing is built from source.
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LAB=${LAB_DIR:-$ROOT/build/lab}
+INIT=$ROOT/scripts/lab-init
+SELF=$ROOT/scripts/lab.sh
+
+die() { echo "lab: $*" >&2; exit 125; }
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found (tests/deps.sh installs it)"; }
+
+# The modules to load, with what they depend on first, from each .ko's
+# own modinfo ("depends=a,b"): no kmod needed on this machine.
+module_order() {
+    local dir=$1 seen=" " out=""
+    visit() {
+        local m=$1 f deps d
+        case "$seen" in *" $m "*) return 0 ;; esac
+        seen="$seen$m "
+        f=$(find "$dir" -name "$m.ko" -print -quit)
+        [ -n "$f" ] || die "module $m not in the kernel package"
+        deps=$(grep -a -o 'depends=[A-Za-z0-9_,-]*' "$f" | head -n 1 | cut -d= -f2 | tr ',' ' ')
+        for d in $deps; do visit "$d"; done
+        out="$out $m"
+    }
+    # virtio_pci and 9p for the host's files, kvm-amd for /dev/kvm.
+    for m in virtio_pci 9pnet_virtio 9p kvm-amd; do visit "$m"; done
+    echo $out
+}
+
+setup() {
+    need apt-get; need dpkg; need cpio; need gzip; need qemu-system-x86_64
+    [ -x /bin/busybox ] && dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "install ok installed" ||
+        die "busybox-static is not installed (tests/deps.sh installs it)"
+    mkdir -p "$LAB"
+    if [ ! -s "$LAB/vmlinuz" ] || [ ! -d "$LAB/modules" ]; then
+        # Debian's generic kernel: it has 9p (the cloud kernel does not) and kvm_amd.
+        resolve() {
+            apt-cache depends linux-image-amd64 2>/dev/null |
+                sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1
+        }
+        local pkg
+        pkg=$(resolve)
+        if [ -z "$pkg" ] && [ "$(id -u)" = 0 ]; then
+            apt-get update -qq >/dev/null 2>&1 || true
+            pkg=$(resolve)
+        fi
+        [ -n "$pkg" ] || die "cannot resolve linux-image-amd64 (run apt-get update?)"
+        echo "lab: downloading $pkg"
+        local tmp
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/vbts-lab.XXXXXX")
+        trap 'rm -rf "$tmp"' EXIT
+        chmod 0777 "$tmp"
+        (cd "$tmp" && apt-get download -q "$pkg") >/dev/null
+        dpkg -x "$tmp"/*.deb "$tmp/x"
+        rm -rf "$LAB/modules.tmp"
+        mkdir -p "$LAB/modules.tmp"
+        local kmods
+        kmods=$(echo "$tmp"/x/lib/modules/*/kernel)
+        [ -d "$kmods" ] || die "$pkg has no modules"
+        local order
+        order=$(module_order "$kmods")
+        for m in $order; do cp "$(find "$kmods" -name "$m.ko" -print -quit)" "$LAB/modules.tmp/"; done
+        printf '%s\n' $order >"$LAB/modules.tmp/modules.order"
+        cp "$tmp"/x/boot/vmlinuz-* "$LAB/vmlinuz.tmp"
+        rm -rf "$LAB/modules"
+        mv "$LAB/modules.tmp" "$LAB/modules"
+        echo "$pkg" >"$LAB/kernel-package"
+        mv "$LAB/vmlinuz.tmp" "$LAB/vmlinuz"
+        rm -rf "$tmp"
+        trap - EXIT
+        rm -f "$LAB/initramfs.cpio.gz"
+    fi
+    if [ -s "$LAB/initramfs.cpio.gz" ] && [ "$LAB/initramfs.cpio.gz" -nt "$INIT" ] &&
+       [ "$LAB/initramfs.cpio.gz" -nt "$SELF" ]; then
+        return 0
+    fi
+    local root
+    root=$(mktemp -d "${TMPDIR:-/tmp}/vbts-labroot.XXXXXX")
+    mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/lib/modules"
+    cp /bin/busybox "$root/bin/busybox"
+    cp "$LAB"/modules/* "$root/lib/modules/"
+    cp "$INIT" "$root/init"
+    chmod 0755 "$root/init"
+    (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) >"$LAB/initramfs.cpio.gz.tmp"
+    mv "$LAB/initramfs.cpio.gz.tmp" "$LAB/initramfs.cpio.gz"
+    rm -rf "$root"
+    echo "lab: $LAB ready ($(cat "$LAB/kernel-package"), modules: $(tr '\n' ' ' <"$LAB/modules/modules.order"))"
+}
+
+# run CMD...: the job is a bash script in a fresh run directory, which the
+# lab mounts read-write at the same path; its output streams back as it is
+# written.
+run() {
+    [ $# -gt 0 ] || die "run: no command"
+    setup >/dev/null
+    mkdir -p "$LAB"
+    local rundir
+    rundir=$(mktemp -d "$LAB/run.XXXXXX")
+    {
+        echo "# written by scripts/lab.sh"
+        local n
+        for n in $(compgen -e); do
+            case $n in PWD|OLDPWD|SHLVL|_|HOSTNAME|TMPDIR) continue ;; esac
+            printf 'export %s=%q\n' "$n" "${!n}"
+        done
+        printf 'export TMPDIR=/tmp\n'
+        printf 'cd %q || exit 125\n' "$PWD"
+        printf 'exec'
+        printf ' %q' "$@"
+        printf '\n'
+    } >"$rundir/job.sh"
+    : >"$rundir/stdout"
+    : >"$rundir/stderr"
+    # The job's /tmp is the lab's own tmpfs, unless that would hide the run
+    # directory or the repository.
+    local labtmp=/tmp
+    case "$rundir/" in /tmp/*) labtmp=/run ;; esac
+    case "$ROOT/" in /tmp/*) labtmp=/run ;; esac
+    [ "$labtmp" = /tmp ] || sed -i "s|^export TMPDIR=/tmp$|export TMPDIR=$labtmp|" "$rundir/job.sh"
+
+    timeout -k 10 "${LAB_TIMEOUT:-3600}" qemu-system-x86_64 \
+        -accel tcg,thread=multi -cpu EPYC,+svm,+npt -m "${LAB_MEM:-3072}" -smp "${LAB_CPUS:-2}" \
+        -nodefaults -display none -monitor none -serial "file:$rundir/console.log" -no-reboot \
+        -kernel "$LAB/vmlinuz" -initrd "$LAB/initramfs.cpio.gz" \
+        -append "console=ttyS0 panic=-1 quiet loglevel=3 vbts_lab_run=$rundir vbts_lab_tmp=$labtmp" \
+        -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+        -virtfs "local,path=$rundir,mount_tag=rundir,security_model=none" \
+        </dev/null >"$rundir/qemu.out" 2>"$rundir/qemu.err" &
+    local qpid=$! qst=0
+    tail -n +1 -s 0.2 -f --pid=$qpid "$rundir/stdout" &
+    local t1=$!
+    tail -n +1 -s 0.2 -f --pid=$qpid "$rundir/stderr" >&2 &
+    local t2=$!
+    wait $qpid || qst=$?
+    wait $t1 $t2 2>/dev/null || true
+    local st
+    if [ -s "$rundir/status" ]; then
+        st=$(cat "$rundir/status")
+    else
+        st=125
+        echo "lab: the lab ended without the job's status (QEMU status $qst); its console:" >&2
+        tail -n 20 "$rundir/console.log" >&2 2>/dev/null || true
+        grep -v "TCG doesn't support requested feature" "$rundir/qemu.err" | tail -n 5 >&2 || true
+        [ "$qst" = 124 ] && echo "lab: killed after ${LAB_TIMEOUT:-3600} s (LAB_TIMEOUT)" >&2
+    fi
+    [ "${LAB_KEEP:-0}" = 1 ] && echo "lab: run directory kept: $rundir" >&2 || rm -rf "$rundir"
+    return "$st"
+}
+
+case "${1:-}" in
+setup) setup ;;
+run) shift; [ "${1:-}" = -- ] && shift; run "$@" ;;
+info)
+    setup >/dev/null
+    echo "kernel:  $(cat "$LAB/kernel-package") ($LAB/vmlinuz)"
+    echo "modules: $(tr '\n' ' ' <"$LAB/modules/modules.order")"
+    echo "qemu:    $(qemu-system-x86_64 --version | head -n 1), -accel tcg -cpu EPYC,+svm,+npt"
+    ;;
+*)
+    sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+    [ "${1:-}" = -h ] || [ "${1:-}" = --help ] || exit 2
+    ;;
+esac

@@ -14,11 +14,11 @@ REQ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/inc
 REQ_LDFLAGS := -pthread
 NASM    ?= nasm
 
-VMM_SRC   := $(filter-out vmm/main.c,$(wildcard vmm/*.c))
+VMM_SRC   := $(filter-out vmm/cli/main.c,$(shell find vmm -name '*.c' | LC_ALL=C sort))
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o)
 DEC_SRC   := $(wildcard decoder/lib/*.c)
 DEC_OBJ   := $(DEC_SRC:%.c=$(BUILD)/%.o)
-UNIT_SRC  := $(wildcard tests/unit/*.c)
+UNIT_SRC  := $(shell find tests/unit -name '*.c' | LC_ALL=C sort)
 UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 STUB_SRC  := $(wildcard guest-stub/*.asm)
 STUB_BIN  := $(STUB_SRC:guest-stub/%.asm=$(BUILD)/guest-stub/%.bin)
@@ -30,7 +30,9 @@ all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
 
 stubs: $(STUB_BIN) $(BTS_BIN)
 
-$(BUILD)/%.o: %.c $(wildcard include/vbts/*.h vmm/*.h decoder/include/vbts/*.h decoder/lib/*.h)
+HEADERS   := $(shell find include vmm decoder -name '*.h')
+
+$(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(REQ_CFLAGS) $(CFLAGS) $(SANFLAGS) -MMD -c $< -o $@
 
@@ -40,7 +42,7 @@ $(BUILD)/libvmm.a: $(VMM_OBJ)
 $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILD)/vbts: $(BUILD)/vmm/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
+$(BUILD)/vbts: $(BUILD)/vmm/cli/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
 
 $(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/libvbtsdecode.a
@@ -106,10 +108,11 @@ $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/
 # with libFuzzer (clang); a crash or a malformed reply fails the target.
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
-FUZZ_SRC  := fuzz/fuzz_proto.c vmm/export_proto.c vmm/export_ring.c vmm/export_server.c vmm/error.c
-$(BUILD)/fuzz/fuzz_proto: $(FUZZ_SRC) vmm/export.h include/vbts/protocol.h
+FUZZ_SRC  := fuzz/fuzz_proto.c vmm/export/proto.c vmm/export/ring.c $(wildcard vmm/export/server/*.c) \
+             vmm/core/error.c vmm/core/clock.c decoder/lib/dest.c
+$(BUILD)/fuzz/fuzz_proto: $(FUZZ_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -g -O1 -pthread -Iinclude -Ivmm -fsanitize=fuzzer,address,undefined \
+	$(FUZZ_CC) -std=gnu11 -g -O1 -pthread -Iinclude -Ivmm -Idecoder/include -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $(FUZZ_SRC)
 
 fuzz: $(BUILD)/fuzz/fuzz_proto

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: hostile bytes from one client into the real server
- * code (export_server.c without sockets), with buffers that hold records in
+ * code (export/server/ without sockets), with buffers that hold records in
  * each overflow mode.  Every byte the server sends back must be a
  * well-formed message or chunk; anything else, or a sanitizer report, is a
  * crash.
@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
+#include "export/ring.h"
+#include "export/server/server.h"
+#include "vbts/protocol.h"
 
 struct check {
     uint8_t pend[VBTS_PROTO_HDR_SIZE + 64];     /* a partial item header */
@@ -50,11 +52,11 @@ static void check_out(void *ctx, const uint8_t *p, size_t n)
         }
         if (c->npend < 12)
             continue;
-        uint32_t magic = vbts_get32(c->pend);
+        uint32_t magic = vbts_le32(c->pend);
         if (magic == VBTS_PROTO_MAGIC) {
-            uint16_t type = vbts_get16(c->pend + 4);
-            uint32_t len = vbts_get32(c->pend + 8);
-            if (vbts_get16(c->pend + 6) != 0 || len > (1u << 20))
+            uint16_t type = vbts_le16(c->pend + 4);
+            uint32_t len = vbts_le32(c->pend + 8);
+            if (vbts_le16(c->pend + 6) != 0 || len > (1u << 20))
                 abort();
             if ((type & VBTS_MSG_REPLY) && len < 4)
                 abort();
@@ -65,9 +67,9 @@ static void check_out(void *ctx, const uint8_t *p, size_t n)
         } else if (magic == VBTS_CHUNK_MAGIC) {
             if (c->npend < 24)
                 continue;
-            uint32_t count = vbts_get32(c->pend + 8);
-            if (count == 0 || count > EXPORT_CHUNK_MAX || vbts_get16(c->pend + 4) >= 2 ||
-                vbts_get16(c->pend + 6) || vbts_get32(c->pend + 12))
+            uint32_t count = vbts_le32(c->pend + 8);
+            if (count == 0 || count > EXPORT_CHUNK_MAX || vbts_le16(c->pend + 4) >= 2 ||
+                vbts_le16(c->pend + 6) || vbts_le32(c->pend + 12))
                 abort();
             c->skip = (uint64_t)count * VBTS_RECORD_SIZE;
             c->npend = 0;
@@ -84,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* First byte: overflow mode and buffer size; the rest: the client. */
     int mode = data[0] % 3;
     uint64_t cap = 1 + (data[0] >> 2);
-    struct export *x = export_new_detached(2, cap, mode);
+    struct server *x = server_new_detached(2, cap, mode);
     if (!x)
         return 0;
     struct vbts_record r[48];
@@ -94,15 +96,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r[i].flags = (uint64_t)VBTS_KIND_JMP << VBTS_KIND_SHIFT;
     }
     if (mode != VBTS_OVERFLOW_BLOCK) {      /* block would wait for a reader */
-        export_publish(x, 0, r, cap < 48 ? cap : 48);
-        export_publish(x, 0, r, 7 < cap ? 7 : cap);
-        export_publish(x, 1, r, 3 < cap ? 3 : cap);
+        server_publish(x, 0, r, cap < 48 ? cap : 48);
+        server_publish(x, 0, r, 7 < cap ? 7 : cap);
+        server_publish(x, 1, r, 3 < cap ? 3 : cap);
     }
     struct check c = { 0 };
     /* Feed in two pieces so that requests are split across reads. */
     size_t half = (size - 1) / 2;
-    export_detached_feed(x, data + 1, half, check_out, &c);
-    export_detached_feed(x, data + 1 + half, size - 1 - half, check_out, &c);
-    export_free_detached(x);
+    server_detached_feed(x, data + 1, half, check_out, &c);
+    server_detached_feed(x, data + 1 + half, size - 1 - half, check_out, &c);
+    server_free_detached(x);
     return 0;
 }

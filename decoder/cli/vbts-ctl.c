@@ -110,11 +110,11 @@ static int cmd_status(struct vbts_client *c, uint32_t *flags_out)
     if (vbts_client_call(c, VBTS_MSG_STATUS, NULL, 0, &it, err, sizeof(err), NULL, NULL) < 0)
         return fail(err);
     const uint8_t *p = it.payload;
-    uint32_t ncpus = it.length >= VBTS_STATUS_REPLY_HEAD ? vbts_get32(p + 4) : 0;
+    uint32_t ncpus = it.length >= VBTS_STATUS_REPLY_HEAD ? vbts_le32(p + 4) : 0;
     if (it.length < VBTS_STATUS_REPLY_HEAD ||
         (it.length - VBTS_STATUS_REPLY_HEAD) / VBTS_STATUS_REPLY_CPU < ncpus)
         return fail("short STATUS reply");
-    uint32_t flags = vbts_get32(p + 12);
+    uint32_t flags = vbts_le32(p + 12);
     if (flags_out) {
         *flags_out = flags;
         return 0;
@@ -122,16 +122,16 @@ static int cmd_status(struct vbts_client *c, uint32_t *flags_out)
     if (json) {
         printf("{\"state\":\"%s\",\"overflow\":\"%s\",\"trace\":%s,\"ctx_markers\":%s,"
                "\"clients\":%u,\"buffer_size\":%" PRIu64 ",\"buffer_limit\":%" PRIu64 ",\"cpus\":[",
-               vbts_get32(p + 16) ? "ended" : "running", mode_name(vbts_get32(p + 8)),
+               vbts_le32(p + 16) ? "ended" : "running", mode_name(vbts_le32(p + 8)),
                flags & VBTS_CFG_TRACE_ON ? "true" : "false",
-               flags & VBTS_CFG_CTX_MARKERS ? "true" : "false", vbts_get32(p + 20),
-               vbts_get64(p + 24), vbts_get64(p + 32));
+               flags & VBTS_CFG_CTX_MARKERS ? "true" : "false", vbts_le32(p + 20),
+               vbts_le64(p + 24), vbts_le64(p + 32));
     } else {
-        printf("state %s\noverflow %s\n", vbts_get32(p + 16) ? "ended" : "running",
-               mode_name(vbts_get32(p + 8)));
+        printf("state %s\noverflow %s\n", vbts_le32(p + 16) ? "ended" : "running",
+               mode_name(vbts_le32(p + 8)));
         print_flags(flags);
         printf("clients %u\nbuffer-size %" PRIu64 "\nbuffer-limit %" PRIu64 "\n",
-               vbts_get32(p + 20), vbts_get64(p + 24), vbts_get64(p + 32));
+               vbts_le32(p + 20), vbts_le64(p + 24), vbts_le64(p + 32));
     }
     for (uint32_t i = 0; i < ncpus; i++) {
         const uint8_t *q = p + VBTS_STATUS_REPLY_HEAD + (size_t)i * VBTS_STATUS_REPLY_CPU;
@@ -141,9 +141,9 @@ static int cmd_status(struct vbts_client *c, uint32_t *flags_out)
                     : "%scpu %u size %" PRIu64 " capacity %" PRIu64 " head %" PRIu64
                       " dropped %" PRIu64 " overwritten %" PRIu64 " cleared %" PRIu64
                       " full %u stopped %u\n",
-               json && i ? "," : "", i, vbts_get64(q), vbts_get64(q + 8), vbts_get64(q + 16),
-               vbts_get64(q + 24), vbts_get64(q + 32), vbts_get64(q + 40), vbts_get32(q + 48),
-               vbts_get32(q + 52));
+               json && i ? "," : "", i, vbts_le64(q), vbts_le64(q + 8), vbts_le64(q + 16),
+               vbts_le64(q + 24), vbts_le64(q + 32), vbts_le64(q + 40), vbts_le32(q + 48),
+               vbts_le32(q + 52));
     }
     if (json)
         printf("]}\n");
@@ -189,19 +189,19 @@ static int cmd_config(struct vbts_client *c, int argc, char **argv)
             return r;
         flags = (flags | set_on) & ~set_off;
     }
-    vbts_set32(p, mask);
-    vbts_set32(p + 4, flags);
-    vbts_set32(p + 8, overflow);
-    vbts_set64(p + 16, size);
+    vbts_put32(p, mask);
+    vbts_put32(p + 4, flags);
+    vbts_put32(p + 8, overflow);
+    vbts_put64(p + 16, size);
     struct vbts_item it;
     char err[512];
     if (vbts_client_call(c, VBTS_MSG_CONFIG, p, sizeof(p), &it, err, sizeof(err), NULL, NULL) < 0)
         return fail(err);
     if (it.length < VBTS_CONFIG_REPLY_SIZE)
         return fail("short CONFIG reply");
-    printf("overflow %s\nbuffer-size %" PRIu64 "\n", mode_name(vbts_get32(it.payload + 8)),
-           vbts_get64(it.payload + 16));
-    print_flags(vbts_get32(it.payload + 4));
+    printf("overflow %s\nbuffer-size %" PRIu64 "\n", mode_name(vbts_le32(it.payload + 8)),
+           vbts_le64(it.payload + 16));
+    print_flags(vbts_le32(it.payload + 4));
     return 0;
 }
 
@@ -220,14 +220,14 @@ static int cpu_arg(int argc, char **argv, int i, uint16_t *cpu, uint16_t dflt)
 static int cmd_count(struct vbts_client *c, uint16_t type, uint16_t cpu)
 {
     uint8_t p[VBTS_CPU_REQ_SIZE] = { 0 };
-    vbts_set16(p, cpu);
+    vbts_put16(p, cpu);
     struct vbts_item it;
     char err[512];
     if (vbts_client_call(c, type, p, sizeof(p), &it, err, sizeof(err), NULL, NULL) < 0)
         return fail(err);
     if (it.length < VBTS_COUNT_REPLY_SIZE)
         return fail("short reply");
-    printf("%" PRIu64 "\n", vbts_get64(it.payload + 4));
+    printf("%" PRIu64 "\n", vbts_le64(it.payload + 4));
     return 0;
 }
 
@@ -262,17 +262,17 @@ static void print_record(uint16_t cpu, uint64_t seq, const struct vbts_record *r
 static int cmd_get(struct vbts_client *c, uint64_t index, uint16_t cpu)
 {
     uint8_t p[VBTS_GET_REQ_SIZE] = { 0 };
-    vbts_set16(p, cpu);
-    vbts_set64(p + 8, index);
+    vbts_put16(p, cpu);
+    vbts_put64(p + 8, index);
     struct vbts_item it;
     char err[512];
     if (vbts_client_call(c, VBTS_MSG_GET, p, sizeof(p), &it, err, sizeof(err), NULL, NULL) < 0)
         return fail(err);
     if (it.length < VBTS_GET_REPLY_SIZE)
         return fail("short GET reply");
-    struct vbts_record r = { vbts_get64(it.payload + 16), vbts_get64(it.payload + 24),
-                             vbts_get64(it.payload + 32) };
-    print_record(vbts_get16(it.payload + 4), vbts_get64(it.payload + 8), &r,
+    struct vbts_record r = { vbts_le64(it.payload + 16), vbts_le64(it.payload + 24),
+                             vbts_le64(it.payload + 32) };
+    print_record(vbts_le16(it.payload + 4), vbts_le64(it.payload + 8), &r,
                  vbts_client_file_flags(c));
     return 0;
 }
@@ -337,7 +337,7 @@ static int cmd_drain(struct vbts_client *c, uint16_t cpu, const char *path)
     uint8_t fh[32];
     vbts_encode_file_header(fh, vbts_client_file_flags(c), vbts_client_ncpus(c));
     uint8_t p[VBTS_CPU_REQ_SIZE] = { 0 };
-    vbts_set16(p, cpu);
+    vbts_put16(p, cpu);
     struct vbts_item it;
     char err[512];
     r = put(&s, fh, sizeof(fh));
@@ -350,7 +350,7 @@ static int cmd_drain(struct vbts_client *c, uint16_t cpu, const char *path)
         r = fail(strerror(errno));
     if (r == 0)
         fprintf(stderr, "vbts-ctl: drained %" PRIu64 " records\n",
-                it.length >= VBTS_COUNT_REPLY_SIZE ? vbts_get64(it.payload + 4) : 0);
+                it.length >= VBTS_COUNT_REPLY_SIZE ? vbts_le64(it.payload + 4) : 0);
     return r;
 }
 
@@ -387,7 +387,7 @@ static int cmd_stream(struct vbts_client *c, const char *path)
 static int cmd_watch(struct vbts_client *c, uint64_t count)
 {
     uint8_t p[VBTS_NOTIFY_REQ_SIZE] = { 0 };
-    vbts_set32(p, 1);
+    vbts_put32(p, 1);
     struct vbts_item it;
     char err[512];
     if (vbts_client_call(c, VBTS_MSG_NOTIFY, p, sizeof(p), &it, err, sizeof(err), NULL, NULL) < 0)
@@ -404,11 +404,11 @@ static int cmd_watch(struct vbts_client *c, uint64_t count)
         const uint8_t *q = it.payload;
         if (json)
             printf("{\"event\":\"full\",\"cpu\":%u,\"records\":%" PRIu64 ",\"capacity\":%" PRIu64
-                   ",\"overflow\":\"%s\"}\n", vbts_get16(q), vbts_get64(q + 8),
-                   vbts_get64(q + 16), mode_name(vbts_get32(q + 4)));
+                   ",\"overflow\":\"%s\"}\n", vbts_le16(q), vbts_le64(q + 8),
+                   vbts_le64(q + 16), mode_name(vbts_le32(q + 4)));
         else
             printf("full cpu %u records %" PRIu64 " capacity %" PRIu64 " overflow %s\n",
-                   vbts_get16(q), vbts_get64(q + 8), vbts_get64(q + 16), mode_name(vbts_get32(q + 4)));
+                   vbts_le16(q), vbts_le64(q + 8), vbts_le64(q + 16), mode_name(vbts_le32(q + 4)));
         fflush(stdout);
         seen++;
     }

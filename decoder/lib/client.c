@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vbts/client.h>
 #include <vbts/decode.h>
+#include <vbts/dest.h>
 
 struct vbts_client {
     int fd;
@@ -34,50 +35,30 @@ static int errf(char *err, size_t errlen, const char *fmt, ...)
 
 int vbts_is_socket_addr(const char *addr)
 {
-    return addr && (!strncmp(addr, "unix:", 5) || !strncmp(addr, "tcp:", 4));
+    return addr && vbts_dest_kind(addr) != VBTS_DEST_FILE;
 }
 
-int vbts_socket_connect(const char *addr, char *err, size_t errlen)
+static int connect_unix(const char *addr, const struct vbts_dest *d, char *err, size_t errlen)
 {
-    if (!strncmp(addr, "unix:", 5)) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        const char *path = addr + 5;
-        if (!*path || strlen(path) >= sizeof(sa.sun_path))
-            return errf(err, errlen, "%s: bad socket path", addr);
-        strcpy(sa.sun_path, path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return errf(err, errlen, "%s: %s", addr, strerror(errno));
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-            int e = errno;
-            close(fd);
-            return errf(err, errlen, "%s: %s", addr, strerror(e));
-        }
-        return fd;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    memcpy(sa.sun_path, d->path, strlen(d->path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errf(err, errlen, "%s: %s", addr, strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        return errf(err, errlen, "%s: %s", addr, strerror(e));
     }
-    if (strncmp(addr, "tcp:", 4))
-        return errf(err, errlen, "%s: not unix:PATH or tcp:HOST:PORT", addr);
-    const char *spec = addr + 4, *colon = strrchr(spec, ':');
-    char host[256] = "127.0.0.1";
-    const char *port = spec;
-    if (colon) {
-        size_t hl = (size_t)(colon - spec);
-        if (hl >= sizeof(host))
-            return errf(err, errlen, "%s: host name too long", addr);
-        if (hl) {
-            memcpy(host, spec, hl);
-            host[hl] = 0;
-            if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-                memmove(host, host + 1, hl - 2);
-                host[hl - 2] = 0;
-            }
-        }
-        port = colon + 1;
-    }
+    return fd;
+}
+
+static int connect_tcp(const char *addr, const struct vbts_dest *d, char *err, size_t errlen)
+{
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_NUMERICSERV };
     struct addrinfo *ai = NULL, *a;
-    int g = getaddrinfo(host, port, &hints, &ai);
+    int g = getaddrinfo(d->host, d->port, &hints, &ai);
     if (g)
         return errf(err, errlen, "%s: %s", addr, gai_strerror(g));
     int fd = -1, e = 0;
@@ -97,6 +78,21 @@ int vbts_socket_connect(const char *addr, char *err, size_t errlen)
     if (fd < 0)
         return errf(err, errlen, "%s: %s", addr, strerror(e));
     return fd;
+}
+
+int vbts_socket_connect(const char *addr, char *err, size_t errlen)
+{
+    struct vbts_dest d;
+    if (vbts_dest_parse(addr, &d, err, errlen) < 0)
+        return -1;
+    switch (d.kind) {
+    case VBTS_DEST_UNIX:
+        return connect_unix(addr, &d, err, errlen);
+    case VBTS_DEST_TCP:
+        return connect_tcp(addr, &d, err, errlen);
+    default:
+        return errf(err, errlen, "%s: not unix:PATH or tcp:HOST:PORT", addr);
+    }
 }
 
 /* Exactly n bytes: 1, 0 at a clean end before the first byte, -1 on error. */
@@ -163,13 +159,13 @@ int vbts_client_read(struct vbts_client *c, struct vbts_item *it, char *err, siz
     int r = read_exact(c->fd, h, 4, err, errlen);
     if (r <= 0)
         return r;
-    uint32_t magic = vbts_get32(h);
+    uint32_t magic = vbts_le32(h);
     if (magic == VBTS_PROTO_MAGIC) {
         if (read_exact(c->fd, h + 4, VBTS_PROTO_HDR_SIZE - 4, err, errlen) <= 0)
             return errf(err, errlen, "connection closed in a message header");
         it->kind = VBTS_ITEM_MSG;
-        it->type = vbts_get16(h + 4);
-        it->length = vbts_get32(h + 8);
+        it->type = vbts_le16(h + 4);
+        it->length = vbts_le32(h + 8);
         if (it->length > VBTS_CLIENT_MAX_MSG)
             return errf(err, errlen, "server message of %u bytes is too long", it->length);
         if (reserve(c, it->length + 1) < 0)
@@ -178,7 +174,7 @@ int vbts_client_read(struct vbts_client *c, struct vbts_item *it, char *err, siz
             return errf(err, errlen, "connection closed in a message");
         it->payload = c->buf;
         if ((it->type & VBTS_MSG_REPLY) && it->length >= 4) {
-            it->status = vbts_get32(c->buf);
+            it->status = vbts_le32(c->buf);
             if (it->status) {
                 size_t n = it->length - 4 < VBTS_PROTO_MAX_TEXT ? it->length - 4 : VBTS_PROTO_MAX_TEXT;
                 memcpy(c->text, c->buf + 4, n);
@@ -198,11 +194,11 @@ int vbts_client_read(struct vbts_client *c, struct vbts_item *it, char *err, siz
             return errf(err, errlen, "connection closed in a chunk header");
         it->kind = VBTS_ITEM_CHUNK;
         it->chunk.magic = magic;
-        it->chunk.cpu = vbts_get16(h + 4);
-        it->chunk.flags = vbts_get16(h + 6);
-        it->chunk.count = vbts_get32(h + 8);
-        it->chunk.reserved = vbts_get32(h + 12);
-        it->chunk.seq = vbts_get64(h + 16);
+        it->chunk.cpu = vbts_le16(h + 4);
+        it->chunk.flags = vbts_le16(h + 6);
+        it->chunk.count = vbts_le32(h + 8);
+        it->chunk.reserved = vbts_le32(h + 12);
+        it->chunk.seq = vbts_le64(h + 16);
         if (it->chunk.count > VBTS_CLIENT_MAX_CHUNK)
             return errf(err, errlen, "chunk of %u records is too large", it->chunk.count);
         size_t n = (size_t)it->chunk.count * VBTS_RECORD_SIZE;
@@ -257,8 +253,8 @@ struct vbts_client *vbts_client_open(const char *addr, char *err, size_t errlen)
         return NULL;
     }
     uint8_t p[VBTS_HELLO_REQ_SIZE] = { 0 };
-    vbts_set16(p, VBTS_PROTO_MAJOR);
-    vbts_set16(p + 2, VBTS_PROTO_MINOR);
+    vbts_put16(p, VBTS_PROTO_MAJOR);
+    vbts_put16(p + 2, VBTS_PROTO_MINOR);
     struct vbts_item it;
     char e[256];
     if (vbts_client_call(c, VBTS_MSG_HELLO, p, sizeof(p), &it, e, sizeof(e), NULL, NULL) < 0) {
@@ -271,8 +267,8 @@ struct vbts_client *vbts_client_open(const char *addr, char *err, size_t errlen)
         vbts_client_close(c);
         return NULL;
     }
-    c->ncpus = vbts_get32(it.payload + 8);
-    c->file_flags = vbts_get32(it.payload + 12);
+    c->ncpus = vbts_le32(it.payload + 8);
+    c->file_flags = vbts_le32(it.payload + 12);
     return c;
 }
 

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 #include <vbts/decode.h>
-#include "le.h"
+#include "vbts/le.h"
 
 size_t vbts_encode_file_header(void *buf, uint32_t flags, uint32_t ncpus)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <vbts/decode.h>
-#include "le.h"
+#include "vbts/le.h"
 
 #define BUF_SIZE       (64 * 1024)
 #define FILE_HDR_SIZE  32

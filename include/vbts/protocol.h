@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "vbts/le.h"
 #include <string.h>
 
 #define VBTS_PROTO_MAGIC       0x4c544356u /* the bytes "VCTL" */
@@ -96,51 +98,14 @@ enum vbts_overflow {
 #define VBTS_EMPTY_REPLY_SIZE  4  /* STREAM, NOTIFY: status */
 #define VBTS_FULL_NOTE_SIZE    24 /* u16 cpu, u16 0, u32 overflow, u64 records, u64 capacity */
 
-/* Little-endian field access for both ends of the protocol. */
-static inline uint16_t vbts_get16(const void *p)
-{
-    const unsigned char *b = (const unsigned char *)p;
-    return (uint16_t)(b[0] | b[1] << 8);
-}
-
-static inline uint32_t vbts_get32(const void *p)
-{
-    const unsigned char *b = (const unsigned char *)p;
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-static inline uint64_t vbts_get64(const void *p)
-{
-    return (uint64_t)vbts_get32(p) | (uint64_t)vbts_get32((const unsigned char *)p + 4) << 32;
-}
-
-static inline void vbts_set16(void *p, uint16_t v)
-{
-    unsigned char *b = (unsigned char *)p;
-    b[0] = (unsigned char)v;
-    b[1] = (unsigned char)(v >> 8);
-}
-
-static inline void vbts_set32(void *p, uint32_t v)
-{
-    vbts_set16(p, (uint16_t)v);
-    vbts_set16((unsigned char *)p + 2, (uint16_t)(v >> 16));
-}
-
-static inline void vbts_set64(void *p, uint64_t v)
-{
-    vbts_set32(p, (uint32_t)v);
-    vbts_set32((unsigned char *)p + 4, (uint32_t)(v >> 32));
-}
-
 /* The 12-byte header of every message. */
 static inline size_t vbts_msg_header(void *p, uint16_t type, uint32_t length)
 {
     unsigned char *b = (unsigned char *)p;
-    vbts_set32(b, VBTS_PROTO_MAGIC);
-    vbts_set16(b + 4, type);
-    vbts_set16(b + 6, 0);
-    vbts_set32(b + 8, length);
+    vbts_put32(b, VBTS_PROTO_MAGIC);
+    vbts_put16(b + 4, type);
+    vbts_put16(b + 6, 0);
+    vbts_put32(b + 8, length);
     return VBTS_PROTO_HDR_SIZE;
 }
 

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* Multiboot loader: what lands in guest memory and what is refused, exactly. */
+#include <criterion/criterion.h>
+#include <elf.h>
+#include <string.h>
+
+#include "boot/image.h"
+#include "boot/multiboot.h"
+#include "core/error.h"
+
+#define MB_MAGIC 0x1badb002u
+#define AOUT     (1u << 16)
+
+static struct gmem mem;
+
+static void setup(void)
+{
+    cr_assert_eq(gmem_init(&mem, 4u << 20), 0);
+}
+
+static void teardown(void)
+{
+    gmem_fini(&mem);
+}
+
+/* A flat image at 0x100000: header at offset 0, code right behind it. */
+static size_t aout_image(uint8_t *img, uint32_t load, uint32_t load_end, uint32_t bss_end,
+                         uint32_t entry)
+{
+    uint32_t h[8] = { MB_MAGIC, AOUT, -(MB_MAGIC + AOUT), load, load, load_end, bss_end, entry };
+    memcpy(img, h, sizeof(h));
+    memset(img + 32, 0x90, 32);
+    return 64;
+}
+
+TestSuite(loader, .init = setup, .fini = teardown);
+
+Test(loader, aout_loads_image_and_builds_info)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x100000, 0, 0x100100, 0x100020);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "console=ttyS0", &bi), 0, "%s", error_last());
+    cr_assert_eq(bi.entry, 0x100020);
+    cr_assert_eq(bi.load_start, 0x100000);
+    cr_assert_eq(bi.load_end, 0x100100);
+    cr_assert_eq(memcmp(gmem_ptr(&mem, 0x100000, 64), img, 64), 0);
+    const uint8_t *bss = gmem_ptr(&mem, 0x100040, 0xc0);
+    for (int i = 0; i < 0xc0; i++)
+        cr_assert_eq(bss[i], 0);
+    cr_assert_eq(bi.mbi, 0x101000);
+    const uint32_t *info = gmem_ptr(&mem, bi.mbi, 88);
+    cr_assert_eq(info[0], 0x1 | 0x4 | 0x40 | 0x200);           /* flags */
+    cr_assert_eq(info[1], 639);                                 /* mem_lower KiB */
+    cr_assert_eq(info[2], (4u << 20) / 1024 - 1024);            /* mem_upper KiB */
+    cr_assert_str_eq((const char *)gmem_ptr(&mem, info[4], 14), "console=ttyS0");
+    cr_assert_eq(info[11], 2 * 24);                             /* mmap_length */
+    const uint8_t *mm = gmem_ptr(&mem, info[12], 48);
+    uint32_t size, type;
+    uint64_t addr, len;
+    memcpy(&size, mm + 24, 4);
+    memcpy(&addr, mm + 28, 8);
+    memcpy(&len, mm + 36, 8);
+    memcpy(&type, mm + 44, 4);
+    cr_assert_eq(size, 20);
+    cr_assert_eq(addr, 0x100000);
+    cr_assert_eq(len, (4u << 20) - 0x100000);
+    cr_assert_eq(type, 1);
+    cr_assert_str_eq((const char *)gmem_ptr(&mem, info[16], 5), "vbts");
+}
+
+Test(loader, no_header)
+{
+    uint8_t img[16384] = { 0 };
+    struct boot_info bi;
+    /* A header past the first 8 KiB does not count. */
+    aout_image(img + 8192, 0x100000, 0, 0, 0x100020);
+    cr_assert_eq(multiboot_load(&mem, img, sizeof(img), "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "not a multiboot image (no multiboot header in the first 8192 bytes)");
+    cr_assert_eq(multiboot_detect(img, sizeof(img)), 0);
+}
+
+Test(loader, bad_checksum_is_no_header)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x100000, 0, 0, 0x100020);
+    img[8] ^= 1;
+    cr_assert_eq(multiboot_detect(img, n), 0);
+}
+
+Test(loader, image_outside_memory)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x3fffe0, 0, 0x400100, 0x3fffe0);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(), "image 0x3fffe0-0x400100 lies outside guest memory "
+                                        "(RAM for images is 0x100000-0x400000)");
+}
+
+Test(loader, image_below_one_mib)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x8000, 0, 0, 0x8020);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(), "image 0x8000-0x8040 lies outside guest memory "
+                                        "(RAM for images is 0x100000-0x400000)");
+}
+
+Test(loader, address_wraps_around)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0xffffffe0, 0, 0, 0xffffffe0);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(), "image 0xffffffe0-0x100000020 lies outside guest memory "
+                                        "(RAM for images is 0x100000-0x400000)");
+}
+
+Test(loader, load_end_beyond_file)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x100000, 0x100080, 0, 0x100020);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "multiboot header: load range 0x100000-0x100080 is larger than the file");
+}
+
+Test(loader, load_addr_after_header)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x100000, 0, 0, 0x100020);
+    uint32_t load = 0x100010;
+    memcpy(img + 16, &load, 4);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(), "multiboot header: load_addr 0x100010 does not precede "
+                                        "header_addr 0x100000 within the file");
+}
+
+Test(loader, entry_outside_image)
+{
+    uint8_t img[64];
+    size_t n = aout_image(img, 0x100000, 0, 0, 0x200000);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "multiboot header: entry_addr 0x200000 is outside the image 0x100000-0x100040");
+}
+
+Test(loader, truncated_aout_header)
+{
+    uint8_t img[20];
+    uint32_t h[3] = { MB_MAGIC, AOUT, -(MB_MAGIC + AOUT) };
+    memset(img, 0, sizeof(img));
+    memcpy(img, h, sizeof(h));
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, sizeof(img), "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "multiboot header is truncated (a.out kludge needs 32 bytes)");
+}
+
+Test(loader, unsupported_required_flag)
+{
+    uint32_t h[3] = { MB_MAGIC, 0x8 | AOUT, -(MB_MAGIC + 0x8 + AOUT) };
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, (uint8_t *)h, sizeof(h), "", &bi), -1);
+    cr_assert_str_eq(error_last(), "multiboot header requires unsupported features (flags 0x8)");
+}
+
+/* ELF32: one PT_LOAD at paddr 0x100000 holding the multiboot header (no kludge). */
+static size_t elf_image(uint8_t *img, size_t cap, unsigned class, uint32_t paddr, uint32_t entry)
+{
+    memset(img, 0, cap);
+    Elf32_Ehdr *eh = (Elf32_Ehdr *)img;
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = class;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_type = ET_EXEC;
+    eh->e_machine = EM_386;
+    eh->e_version = EV_CURRENT;
+    eh->e_entry = entry;
+    eh->e_phoff = sizeof(*eh);
+    eh->e_ehsize = sizeof(*eh);
+    eh->e_phentsize = sizeof(Elf32_Phdr);
+    eh->e_phnum = 1;
+    Elf32_Phdr *ph = (Elf32_Phdr *)(img + sizeof(*eh));
+    ph->p_type = PT_LOAD;
+    ph->p_offset = 0x100;
+    ph->p_vaddr = 0xc0100000;
+    ph->p_paddr = paddr;
+    ph->p_filesz = 0x40;
+    ph->p_memsz = 0x80;
+    ph->p_flags = PF_R | PF_X;
+    uint32_t h[3] = { MB_MAGIC, 0, -MB_MAGIC };
+    memcpy(img + 0x100, h, sizeof(h));
+    memset(img + 0x10c, 0xcc, 0x34);
+    return 0x140;
+}
+
+Test(loader, elf32_loads_segment_and_converts_entry)
+{
+    uint8_t img[0x140];
+    size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x100000, 0xc0100010);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), 0, "%s", error_last());
+    cr_assert_eq(bi.entry, 0x100010);
+    cr_assert_eq(memcmp(gmem_ptr(&mem, 0x100000, 0x40), img + 0x100, 0x40), 0);
+    cr_assert_eq(*(uint8_t *)gmem_ptr(&mem, 0x10007f, 1), 0);
+}
+
+Test(loader, elf32_segment_outside_memory)
+{
+    uint8_t img[0x140];
+    size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x3fffc0, 0xc0100010);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(), "ELF segment 0x3fffc0-0x400040 lies outside guest memory "
+                                        "(RAM for images is 0x100000-0x400000)");
+}
+
+Test(loader, elf32_entry_outside_segments)
+{
+    uint8_t img[0x140];
+    size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x100000, 0x12345678);
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "ELF entry point 0x12345678 is not inside a loadable segment");
+}
+
+Test(loader, elf32_segment_beyond_file)
+{
+    uint8_t img[0x140];
+    size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x100000, 0xc0100010);
+    Elf32_Phdr *ph = (Elf32_Phdr *)(img + sizeof(Elf32_Ehdr));
+    ph->p_filesz = 0x80;
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "ELF segment 0: file range 0x100+0x80 is outside the file");
+}
+
+Test(loader, not_elf_without_kludge)
+{
+    uint8_t img[64] = { 0 };
+    uint32_t h[3] = { MB_MAGIC, 0, -MB_MAGIC };
+    memcpy(img + 16, h, sizeof(h));
+    struct boot_info bi;
+    cr_assert_eq(multiboot_load(&mem, img, sizeof(img), "", &bi), -1);
+    cr_assert_str_eq(error_last(),
+                     "not an ELF file and no a.out kludge in the multiboot header");
+}
+

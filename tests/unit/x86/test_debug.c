@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* Merging the clients' debug wishes into the one state KVM has. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <linux/kvm.h>
+
+#include "x86/debug.h"
+
+static struct debug_state d;
+
+static void setup(void)
+{
+    memset(&d, 0, sizeof(d));
+}
+
+TestSuite(debug, .init = setup);
+
+Test(debug, nothing_wanted_is_off)
+{
+    struct kvm_guest_debug g;
+    cr_assert_not(debug_merge(&d, &g));
+    cr_assert_eq(g.control, 0);
+    for (int s = 0; s < DEBUG_MAX_BP; s++)
+        cr_assert_eq(d.slot_owner[s], -1);
+}
+
+Test(debug, breakpoints_in_client_order)
+{
+    d.want[DEBUG_TRACE] = (struct debug_want){ .nbp = 1, .bp = { 0x1000 } };
+    d.want[DEBUG_HOSTCOMPAT] = (struct debug_want){ .unless_stepped = true, .nbp = 1, .bp = { 0x2000 } };
+    struct kvm_guest_debug g;
+    cr_assert_not(debug_merge(&d, &g));
+    cr_assert_eq(g.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP);
+    cr_assert_eq(g.arch.debugreg[0], 0x1000);
+    cr_assert_eq(g.arch.debugreg[1], 0x2000);
+    cr_assert_eq(g.arch.debugreg[7], 0x5, "L0 and L1, execute, length 1");
+    cr_assert_eq(d.slot_owner[0], DEBUG_TRACE);
+    cr_assert_eq(d.slot_owner[1], DEBUG_HOSTCOMPAT);
+    cr_assert_eq(d.slot_index[1], 0);
+}
+
+Test(debug, a_yielding_client_steps_aside_while_another_steps)
+{
+    d.want[DEBUG_TRACE] = (struct debug_want){ .step = true };
+    d.want[DEBUG_HOSTCOMPAT] = (struct debug_want){ .unless_stepped = true, .nbp = 1, .bp = { 0x2000 } };
+    struct kvm_guest_debug g;
+    cr_assert(debug_merge(&d, &g));
+    cr_assert_eq(g.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+    cr_assert_eq(g.arch.debugreg[7], 0);
+    cr_assert_eq(d.slot_owner[0], -1);
+    /* Its own step counts when nobody else steps. */
+    d.want[DEBUG_TRACE] = (struct debug_want){ 0 };
+    d.want[DEBUG_HOSTCOMPAT] = (struct debug_want){ .unless_stepped = true, .step = true };
+    cr_assert(debug_merge(&d, &g));
+}
+
+Test(debug, at_most_four_slots)
+{
+    d.want[DEBUG_TRACE] = (struct debug_want){ .nbp = 3, .bp = { 1, 2, 3 } };
+    d.want[DEBUG_HOSTCOMPAT] = (struct debug_want){ .nbp = 2, .bp = { 4, 5 } };
+    struct kvm_guest_debug g;
+    debug_merge(&d, &g);
+    cr_assert_eq(g.arch.debugreg[3], 4);
+    cr_assert_eq(g.arch.debugreg[7], 0x55);
+    cr_assert_eq(d.slot_owner[3], DEBUG_HOSTCOMPAT);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* A PC VM on KVM and the states guests start in (with a usable /dev/kvm). */
+#include <criterion/criterion.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/kvm.h>
+
+#include "core/vm.h"
+#include "x86/arch.h"
+#include "x86/kvm_x86.h"
+
+static struct vm vm;
+
+static void setup(void)
+{
+    if (access("/dev/kvm", R_OK | W_OK) != 0)
+        cr_skip_test("no usable /dev/kvm");
+    vm_init(&vm);
+    struct kvm_x86_config c = { .irqchip = false, .ds_cpuid = true };
+    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+}
+
+static void teardown(void)
+{
+    kvm_x86_destroy(&vm);
+    vm_fini(&vm);
+}
+
+TestSuite(kvm_x86, .init = setup, .fini = teardown);
+
+Test(kvm_x86, protected32_entry_as_qemu_leaves_it)
+{
+    cr_assert_not_null(arch_vcpu(&vm.vcpus[0]));
+    cr_assert(arch_vm(&vm)->ds_cpuid);
+    cr_assert_eq(kvm_x86_enter_protected32(&vm.vcpus[0], 0x100000, 0x2badb002, 0x9000), 0);
+    struct kvm_regs r;
+    struct kvm_sregs s;
+    cr_assert_eq(ioctl(vm.vcpus[0].fd, KVM_GET_REGS, &r), 0);
+    cr_assert_eq(ioctl(vm.vcpus[0].fd, KVM_GET_SREGS, &s), 0);
+    cr_assert_eq(r.rip, 0x100000);
+    cr_assert_eq(r.rax, 0x2badb002);
+    cr_assert_eq(r.rbx, 0x9000);
+    cr_assert_eq(s.cs.selector, 0x08);
+    cr_assert_eq(s.ds.selector, 0x10);
+    cr_assert_eq(s.cr0 & 0x80000001, 1, "protected mode, paging off");
+}
+
+Test(kvm_x86, long64_entry)
+{
+    struct kvm_x86_long64 e = { .rip = 0x1000200, .rsi = 0x7000, .cr3 = 0x9000,
+                                .gdt_base = 0x500, .gdt_limit = 0x1f, .cs = 0x10, .ds = 0x18 };
+    cr_assert_eq(kvm_x86_enter_long64(&vm.vcpus[0], &e), 0, "%s", error_last());
+    struct kvm_sregs s;
+    cr_assert_eq(ioctl(vm.vcpus[0].fd, KVM_GET_SREGS, &s), 0);
+    cr_assert_eq(s.cs.l, 1);
+    cr_assert_eq(s.cr3, 0x9000);
+    cr_assert_eq(s.efer & 0x500, 0x500, "LME and LMA");
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* vbts: run a guest in a tiny KVM monitor and record its branch trace. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot/image.h"
+#include "cli/options.h"
+#include "core/clock.h"
+#include "core/vm.h"
+#include "devices/lapic.h"
+#include "export/sink.h"
+#include "guest_bts/guest_bts.h"
+#include "machine/linux_vm.h"
+#include "machine/multiboot_vm.h"
+#include "trace/trace.h"
+#include "vbts/symbols.h"
+#include "x86/debug.h"
+#include "x86/hostcompat.h"
+#include "x86/kvm_x86.h"
+
+static const char usage[] =
+    "usage: vbts [options] GUEST\n"
+    "Run GUEST (a multiboot v1 kernel: ELF32 or a.out kludge; or a Linux bzImage)\n"
+    "in a KVM virtual machine and optionally record every taken branch as Intel\n"
+    "BTS records.\n"
+    "\n"
+    "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
+    "  -a, --append CMDLINE  kernel command line (multiboot info, or Linux's;\n"
+    "                        Linux default: \"" LINUX_DEFAULT_CMDLINE "\")\n"
+    "      --cpus N          vCPUs for a Linux guest (default 1)\n"
+    "      --initrd FILE     initrd/initramfs for a Linux guest\n"
+    "  -t, --trace DEST      record the branch trace (docs/format.md) into DEST: a FILE,\n"
+    "                        unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is\n"
+    "                        given) for clients (docs/protocol.md); repeatable\n"
+    "      --buffer-size BYTES  trace buffer per vCPU for sockets (default 1536K)\n"
+    "      --buffer-limit BYTES most memory for all trace buffers (default RAM/4)\n"
+    "      --overflow block|wrap|drop  full socket buffer: the vCPU waits (default),\n"
+    "                        the oldest records go, or the newest go (counted)\n"
+    "      --linger SECONDS  wrap/drop: keep the final buffers readable (default 10)\n"
+    "      --symbols FILE    guest symbols: System.map, /proc/kallsyms text or ELF\n"
+    "      --trace-start ADDR|SYMBOL  run untraced until a vCPU gets there\n"
+    "      --trace-stop ADDR|SYMBOL   end the trace when a vCPU gets there\n"
+    "      --max-branches N  end the trace after N branch records (all vCPUs)\n"
+    "      --cpl kernel|user|all  record branches taken at CPL0, CPL>0, or both\n"
+    "      --cr3 VALUE       record only while CR3 holds this page-table base\n"
+    "      --verify-flow     check every record against straight-line code; count violations\n"
+    "      --stop-after-trace  end the run (status 0) when the trace window closes\n"
+    "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
+    "      --kvm PATH        KVM device (default /dev/kvm)\n"
+    "  -q, --quiet           no trace summary on stderr\n"
+    "  -h, --help            this text\n"
+    "      --version         print the version\n"
+    "\n"
+    "The guest's COM1 (8250 at 0x3f8) goes to stdout.  Writing V to port 0xf4\n"
+    "ends the run with status (V<<1)|1, like QEMU's isa-debug-exit.\n"
+    "Exit status: 0 guest halted or powered off; (V<<1)|1 debug-exit;\n"
+    "2 guest crashed (triple fault, instruction the host cannot run);\n"
+    "125 the monitor failed (bad option or image, no KVM, trace not written);\n"
+    "130 interrupted by a signal.\n";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("vbts: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(VBTS_EXIT_MONITOR);
+}
+
+struct signal_ctx {
+    struct vm *vm;
+    struct sink *sink;
+    sigset_t set;
+};
+
+/* Signals arrive here, on a thread of their own, so ending the VM may lock. */
+static void *signal_thread(void *arg)
+{
+    struct signal_ctx *c = arg;
+    for (;;) {
+        int sig;
+        if (sigwait(&c->set, &sig) != 0)
+            continue;
+        sink_interrupt(c->sink, sig);   /* stop waiting for socket clients */
+        if (vm_ending(c->vm))
+            return NULL;
+        vm_request_end(c->vm, VM_END_SIGNAL, 128 + sig, "interrupted by signal %d", sig);
+    }
+}
+
+/* Guest BTS's PMI, on a multiboot guest's APIC. */
+static void raise_pmi(void *ctx, struct vcpu *cpu)
+{
+    lapic_raise_pmi(ctx, cpu);
+}
+
+/* Everything one run builds, torn down in reverse. */
+struct run {
+    struct vbts_options o;
+    struct trace_config tcfg;
+    struct vm vm;
+    struct vbts_symtab *syms;
+    struct guest_bts *gbts;
+    struct trace *tr;
+    struct linux_vm *lvm;
+    struct lapic_dev *apic;
+    struct sink *sink;
+};
+
+static void options_or_exit(struct vbts_options *o, int argc, char **argv)
+{
+    char err[VBTS_MAX_MSG];
+    switch (options_parse(o, argc, argv, err, sizeof(err))) {
+    case OPT_HELP:
+        fputs(usage, stdout);
+        exit(0);
+    case OPT_VERSION:
+        printf("vbts %d.%d (trace format %d.%d)\n", VBTS_VERSION_MAJOR, VBTS_VERSION_MINOR,
+               VBTS_VERSION_MAJOR, VBTS_VERSION_MINOR);
+        exit(0);
+    case OPT_ERROR:
+        fprintf(stderr, "vbts: %s\n", err);
+        fputs("Try 'vbts --help' for more information.\n", stderr);
+        exit(VBTS_EXIT_MONITOR);
+    default:
+        break;
+    }
+}
+
+/* The image read and told apart, with the checks that need only the options. */
+static uint8_t *image_or_exit(const struct vbts_options *o, size_t *size, bool *linux_guest)
+{
+    uint8_t *image;
+    if (image_read_file(o->guest, &image, size) < 0)
+        die("%s", error_last());
+    enum image_kind kind = image_detect(image, *size);
+    *linux_guest = kind == IMAGE_LINUX;
+    if (kind == IMAGE_UNKNOWN)
+        die("%s: not a multiboot image (no multiboot header in the first 8192 bytes)", o->guest);
+    if (!*linux_guest && (o->cpus > 1 || o->initrd))
+        die("%s: --cpus and --initrd are for Linux guests; this is a multiboot image", o->guest);
+    if (*size > o->memory)
+        die("%s: image (%zu bytes) is larger than guest memory (--memory %" PRIu64 " bytes)",
+            o->guest, *size, o->memory);
+    return image;
+}
+
+/* The VM, guest BTS, the trace engine, then the machine (its devices after the engine). */
+static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux_guest)
+{
+    const struct vbts_options *o = &r->o;
+    vm_init(&r->vm);
+    if (o->symbols) {
+        char serr[VBTS_MAX_MSG];
+        if (!(r->syms = vbts_symtab_load(o->symbols, serr, sizeof(serr))))
+            die("--symbols: %s", serr);
+        r->vm.syms = r->syms;
+    }
+    /* Multiboot guests keep the monitor's own APIC page and KVM_EXIT_HLT. */
+    struct kvm_x86_config xc = { .irqchip = linux_guest, .ds_cpuid = o->guest_bts };
+    if (kvm_x86_create(&r->vm, o->kvm_path, o->memory, linux_guest ? o->cpus : 1, &xc) < 0 ||
+        debug_install(&r->vm) < 0)
+        die("%s", error_last());
+    if (o->guest_bts && !(r->gbts = guest_bts_install(&r->vm)))
+        die("guest BTS needs MSR filtering, which this host's KVM lacks (%s); "
+            "run with --no-guest-bts", error_last());
+    /* The engine's hooks come first: a vCPU follows the window before devices inject. */
+    if (!(r->tr = trace_install(&r->vm, &r->tcfg, r->gbts)))
+        die("%s", error_last());
+    if (linux_guest) {
+        struct linux_guest g = { .path = o->guest, .image = image, .image_size = size,
+                                 .initrd = o->initrd, .append = *o->append ? o->append : NULL };
+        if (!(r->lvm = linux_vm_setup(&r->vm, &g)))
+            die("%s", error_last());
+    } else {
+        if (!(r->apic = multiboot_vm_setup(&r->vm, image, size, o->append)))
+            die("%s: %s", o->guest, error_last());
+        if (r->gbts)
+            guest_bts_set_pmi(r->gbts, raise_pmi, r->apic);
+    }
+    free(image);
+    if (o->trace) {
+        struct sink_config sc = {
+            .dests = o->traces, .ndests = o->ntraces, .buffer_size = o->buffer_size,
+            .buffer_limit = o->buffer_limit, .overflow = o->overflow, .linger = o->linger,
+            .quiet = o->quiet,
+        };
+        if (!(r->sink = sink_open(&sc, r->vm.ncpus)))
+            die("%s", error_last());
+        trace_set_sink(r->tr, r->sink);
+    }
+}
+
+/* The vCPUs until the guest ends, then the socket clients; signals go to their own thread. */
+static int run_vm(struct run *r, double *elapsed)
+{
+    struct signal_ctx sc = { .vm = &r->vm, .sink = r->sink };
+    sigemptyset(&sc.set);
+    sigaddset(&sc.set, SIGINT);
+    sigaddset(&sc.set, SIGTERM);
+    sigaddset(&sc.set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    pthread_t sig_tid;
+    pthread_create(&sig_tid, NULL, signal_thread, &sc);
+
+    double t0 = clock_monotonic_s();
+    int status = vcpu_run_all(&r->vm);
+    *elapsed = clock_monotonic_s() - t0;
+    /* Socket clients get the rest of the trace (block) or --linger seconds. */
+    int undelivered_sig = sink_finish(r->sink);
+    if (undelivered_sig)
+        status = 128 + undelivered_sig;
+    pthread_kill(sig_tid, SIGTERM);
+    pthread_join(sig_tid, NULL);
+    return status;
+}
+
+/* Why the run ended, what host-compat did, the trace summary; the status to exit with. */
+static int report(struct run *r, int status, double elapsed)
+{
+    enum vm_end end = atomic_load(&r->vm.end);
+    if (end == VM_END_CRASH || end == VM_END_MONITOR || end == VM_END_SIGNAL)
+        fprintf(stderr, "vbts: %s\n", r->vm.end_msg);
+    hostcompat_summary(stderr);
+    /* Asked for explicitly: printed even with --quiet. */
+    if (r->tcfg.verify_flow)
+        fprintf(stderr, "vbts: verify-flow: %llu records checked, %llu violations\n",
+                (unsigned long long)atomic_load(&r->tcfg.flow_checked),
+                (unsigned long long)atomic_load(&r->tcfg.flow_violations));
+    if (!r->sink)
+        return status;
+    uint64_t branches, steps;
+    trace_totals(r->tr, &branches, &steps);
+    if (sink_close(r->sink) < 0) {
+        fprintf(stderr, "vbts: %s (the trace is incomplete)\n", error_last());
+        return VBTS_EXIT_MONITOR;
+    }
+    if (!r->o.quiet)
+        fprintf(stderr, "vbts: trace %s: %" PRIu64 " branches, %" PRIu64
+                " steps in %.3f s (%.0f branches/s, %.2f steps/branch)\n", r->o.trace,
+                branches, steps, elapsed, elapsed > 0 ? branches / elapsed : 0.0,
+                branches ? (double)steps / branches : 0.0);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    static struct run r;
+    options_or_exit(&r.o, argc, argv);
+    struct trace_options to = {
+        .trace = r.o.trace != NULL, .symbols = r.o.symbols, .start = r.o.trace_start,
+        .stop = r.o.trace_stop, .max_branches = r.o.max_branches, .cpl = r.o.cpl,
+        .have_cr3 = r.o.have_cr3, .cr3 = r.o.cr3, .verify_flow = r.o.verify_flow,
+        .stop_after = r.o.stop_after_trace,
+    };
+    if (trace_config_build(&r.tcfg, &to) < 0)
+        die("%s", error_last());
+    size_t size;
+    bool linux_guest;
+    uint8_t *image = image_or_exit(&r.o, &size, &linux_guest);
+    build_or_exit(&r, image, size, linux_guest);
+
+    double elapsed;
+    int status = run_vm(&r, &elapsed);
+    linux_vm_teardown(r.lvm);
+    status = report(&r, status, elapsed);
+    trace_free(r.tr);
+    guest_bts_free(r.gbts);
+    iobus_destroy(&r.vm.io);
+    lapic_free(r.apic);
+    kvm_x86_destroy(&r.vm);
+    vm_fini(&r.vm);
+    vbts_symtab_free(r.syms);
+    return status;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line options: parsed and validated before anything is created. */
+#ifndef VBTS_CLI_OPTIONS_H
+#define VBTS_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VBTS_MAX_TRACES 8
+#define VBTS_DEFAULT_BUFFER (64ull * 1024 * 24)    /* 65536 records */
+#define VBTS_DEFAULT_LINGER 10.0
+
+struct vbts_options {
+    uint64_t memory;
+    const char *append;
+    const char *trace;
+    const char *kvm_path;
+    const char *guest;
+    bool quiet;
+    bool guest_bts;
+    int cpus;                   /* vCPUs (Linux guests; multiboot runs one) */
+    const char *initrd;         /* Linux initrd/initramfs */
+    /* Trace window and filters (trace/config.c resolves symbols). */
+    const char *symbols;
+    const char *trace_start, *trace_stop;
+    uint64_t max_branches;
+    int cpl;                    /* enum trace_cpl */
+    bool have_cr3;
+    uint64_t cr3;
+    bool verify_flow;
+    bool stop_after_trace;      /* end the run when the trace window closes */
+    /* Every --trace DEST in order (trace is the first): files, unix:, tcp:. */
+    const char *traces[VBTS_MAX_TRACES];
+    int ntraces;
+    uint64_t buffer_size;       /* --buffer-size: bytes per vCPU */
+    uint64_t buffer_limit;      /* --buffer-limit: bytes, all vCPUs; 0 = a quarter of RAM */
+    int overflow;               /* --overflow: enum vbts_overflow (vbts/protocol.h) */
+    double linger;              /* --linger: seconds */
+};
+
+enum opt_result { OPT_RUN, OPT_HELP, OPT_VERSION, OPT_ERROR };
+
+enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
+                              char *err, size_t errlen);
+
+#endif

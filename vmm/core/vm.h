@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtual machine as the core sees it: KVM handles, guest RAM, the
+ * vCPUs, the I/O and MMIO buses, the exit registry, and how the run ends.
+ * Everything above the core (x86, devices, machines, tracing) keeps its
+ * own state and reaches the core through registration (core/vcpu.h) and
+ * the guest-event callback below.
+ */
+#ifndef VBTS_CORE_VM_H
+#define VBTS_CORE_VM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/gmem.h"
+#include "core/iobus.h"
+#include "core/mmio.h"
+#include "core/vcpu.h"
+
+/* Exit statuses, the monitor's contract with scripts (README). */
+#define VBTS_EXIT_OK          0
+#define VBTS_EXIT_GUEST_CRASH 2
+#define VBTS_EXIT_MONITOR     125
+
+struct vbts_symtab;
+
+enum vm_end {
+    VM_RUNNING = 0,
+    VM_END_HALT,        /* HLT with nothing to wake the vCPU, or power-off */
+    VM_END_DEBUG_EXIT,  /* guest wrote the debug-exit port */
+    VM_END_CRASH,       /* triple fault or an instruction KVM could not run */
+    VM_END_MONITOR,     /* the monitor failed or cannot go on */
+    VM_END_SIGNAL,      /* SIGINT/SIGTERM */
+    VM_END_TRACE_DONE,  /* --stop-after-trace: the trace window closed */
+};
+
+/* What a device signals; the machine decides what it means for the run. */
+enum vm_guest_event { VM_GUEST_POWEROFF, VM_GUEST_RESET };
+typedef void (*vm_guest_event_fn)(struct vm *vm, enum vm_guest_event ev, const char *how,
+                                  void *ctx);
+
+struct vm {
+    int kvm_fd;
+    int vm_fd;
+    struct gmem mem;
+    int ncpus;
+    struct vcpu *vcpus;
+    struct iobus io;
+    struct mmio_bus mmio;
+    const struct vbts_symtab *syms; /* --symbols, to name RIP when the guest stops */
+    void *arch;                     /* the x86 layer's VM state (x86/kvm_x86.h) */
+    struct vcpu_registry reg;       /* exit handlers and hooks (core/vcpu.h) */
+    vm_guest_event_fn on_guest_event;
+    void *guest_event_ctx;
+
+    /* First end wins; later ones are consequences of it. */
+    pthread_mutex_t end_lock;
+    atomic_int end;
+    int exit_status;
+    char end_msg[VBTS_MAX_MSG];
+};
+
+void vm_init(struct vm *vm);
+void vm_fini(struct vm *vm);
+
+/* Records why the run ends (first caller wins) and stops every vCPU. */
+void vm_request_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Make every vCPU but the caller leave KVM_RUN and look at shared state. */
+void vm_kick_others(struct vm *vm);
+
+/* A device reports power-off or reset: the machine's callback, or the run ends (0). */
+void vm_guest_event(struct vm *vm, enum vm_guest_event ev, const char *how);
+
+static inline bool vm_ending(struct vm *vm)
+{
+    return atomic_load_explicit(&vm->end, memory_order_relaxed) != VM_RUNNING;
+}
+
+#endif

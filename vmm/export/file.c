@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+#include "export/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+static int write_all(int fd, struct iovec *iov, int cnt)
+{
+    while (cnt > 0) {
+        ssize_t w = writev(fd, iov, cnt);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        while (cnt > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            cnt--;
+        }
+        if (cnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+void file_header(struct vbts_file_header *h, uint32_t ncpus, uint32_t flags)
+{
+    *h = (struct vbts_file_header){
+        .version_major = VBTS_VERSION_MAJOR, .version_minor = VBTS_VERSION_MINOR,
+        .header_size = sizeof(*h), .record_size = VBTS_RECORD_SIZE,
+        .flags = flags, .ncpus = ncpus,
+    };
+    memcpy(h->magic, VBTS_MAGIC, VBTS_MAGIC_LEN);
+}
+
+int file_create(const char *path, const struct vbts_file_header *h)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return error_fail_errno("cannot create trace file %s", path);
+    struct iovec iov = { (void *)h, sizeof(*h) };
+    if (write_all(fd, &iov, 1) < 0) {
+        error_fail_errno("writing trace %s", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int file_write_chunk(int fd, int cpu, uint64_t seq, const struct vbts_record *r, uint32_t n)
+{
+    struct vbts_chunk_header h = {
+        .magic = VBTS_CHUNK_MAGIC, .cpu = (uint16_t)cpu, .count = n, .seq = seq,
+    };
+    struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)r, (size_t)n * sizeof(*r) } };
+    return write_all(fd, iov, 2);
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a step that did not end where the instruction goes: which event
+ * was delivered, and which instructions ran without a step exit of their
+ * own.  Pure functions of a register snapshot and guest memory; the
+ * engines decide what to record from their answers.
+ */
+#ifndef VBTS_TRACE_ATTRIB_H
+#define VBTS_TRACE_ATTRIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trace/branch.h"
+
+/* How many swallowed steps in a row a reading may assume (seen on kvm_pvm: 4). */
+#define ATTRIB_SKIP_MAX 4
+
+/*
+ * Instructions from `lin` on whose step exits were swallowed lead to `rip`:
+ * up to `max` of them, straight-line, the last of which may be a branch.
+ * On success the record that branch makes, if any, is in *rec.  An
+ * indirect branch's target is taken on trust only as the first of them.
+ */
+bool attrib_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max,
+                 bool allow_indirect, struct branch_pred *rec, bool *has_rec);
+
+enum attrib_status { ATTRIB_OK, ATTRIB_NONE, ATTRIB_SEVERAL };
+
+struct attrib_event {
+    enum attrib_status status;
+    int vector;                 /* the vector delivered */
+    uint64_t handler;           /* its handler, the record's `to` */
+    bool has_skip;              /* the handler's first instructions ran unseen... */
+    struct branch_pred skip;    /* ...and this branch among them makes a record */
+};
+
+/*
+ * The vCPU is at `rip` after an event: the IDT vector whose handler is
+ * `rip`, or whose handler's first instructions (up to `max` swallowed
+ * steps) lead there.  `hint` is the vector the monitor raised or the
+ * instruction is known to raise, or -1; `only` restricts the search to
+ * it.  Several vectors explaining it with none hinted is SEVERAL.
+ */
+void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, int max,
+                  struct attrib_event *out);
+
+/* The record kind of an event on `vector`: an unexplained one from 32 up is an interrupt. */
+unsigned attrib_kind(unsigned kind, int vector);
+
+#endif

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace/branch.h"
+
+#include <Zydis/Zydis.h>
+#include <string.h>
+
+#include "vbts/format.h"
+
+static uint64_t width_mask(unsigned bits)
+{
+    return bits >= 64 ? ~0ull : (1ull << bits) - 1;
+}
+
+static bool cond_taken(const ZydisDecodedInstruction *in, const struct kvm_regs *r)
+{
+    uint64_t f = r->rflags;
+    bool cf = f & RFLAGS_CF, zf = f & RFLAGS_ZF, sf = f & RFLAGS_SF;
+    bool of = f & RFLAGS_OF, pf = f & RFLAGS_PF;
+    uint64_t count = r->rcx & width_mask(in->address_width);
+
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_JO:   return of;
+    case ZYDIS_MNEMONIC_JNO:  return !of;
+    case ZYDIS_MNEMONIC_JB:   return cf;
+    case ZYDIS_MNEMONIC_JNB:  return !cf;
+    case ZYDIS_MNEMONIC_JZ:   return zf;
+    case ZYDIS_MNEMONIC_JNZ:  return !zf;
+    case ZYDIS_MNEMONIC_JBE:  return cf || zf;
+    case ZYDIS_MNEMONIC_JNBE: return !cf && !zf;
+    case ZYDIS_MNEMONIC_JS:   return sf;
+    case ZYDIS_MNEMONIC_JNS:  return !sf;
+    case ZYDIS_MNEMONIC_JP:   return pf;
+    case ZYDIS_MNEMONIC_JNP:  return !pf;
+    case ZYDIS_MNEMONIC_JL:   return sf != of;
+    case ZYDIS_MNEMONIC_JNL:  return sf == of;
+    case ZYDIS_MNEMONIC_JLE:  return zf || sf != of;
+    case ZYDIS_MNEMONIC_JNLE: return !zf && sf == of;
+    case ZYDIS_MNEMONIC_JCXZ:
+    case ZYDIS_MNEMONIC_JECXZ:
+    case ZYDIS_MNEMONIC_JRCXZ: return count == 0;
+    case ZYDIS_MNEMONIC_LOOP:  return count != 1;
+    case ZYDIS_MNEMONIC_LOOPE: return count != 1 && zf;
+    case ZYDIS_MNEMONIC_LOOPNE: return count != 1 && !zf;
+    default: return true;
+    }
+}
+
+static const struct kvm_segment *segment(const struct kvm_sregs *s, ZydisRegister r)
+{
+    switch (r) {
+    case ZYDIS_REGISTER_ES: return &s->es;
+    case ZYDIS_REGISTER_CS: return &s->cs;
+    case ZYDIS_REGISTER_SS: return &s->ss;
+    case ZYDIS_REGISTER_FS: return &s->fs;
+    case ZYDIS_REGISTER_GS: return &s->gs;
+    default: return &s->ds;
+    }
+}
+
+static int read_uint(const struct cpu_view *v, uint64_t lin, unsigned bytes, uint64_t *val)
+{
+    *val = 0;
+    return cpu_read_linear(v, lin, val, bytes);
+}
+
+/* Stack slot `i` of `bytes` each, counted from the stack pointer. */
+static int read_stack(const struct cpu_view *v, unsigned i, unsigned bytes, uint64_t *val)
+{
+    uint64_t sp = (v->regs->rsp + (uint64_t)i * bytes) & width_mask(cpu_stack_width(v->sregs));
+    return read_uint(v, cpu_stack_base(v->sregs) + sp, bytes, val);
+}
+
+static void fill_context(ZydisRegisterContext *ctx, const struct kvm_regs *r)
+{
+    static const ZydisRegister gpr[16] = {
+        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
+    };
+    const uint64_t val[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
+                               r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    for (int i = 0; i < 16; i++) {
+        ctx->values[gpr[i]] = val[i];
+        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, i)] = (uint32_t)val[i];
+        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, i)] = (uint16_t)val[i];
+    }
+    ctx->values[ZYDIS_REGISTER_RIP] = r->rip;
+    ctx->values[ZYDIS_REGISTER_EIP] = (uint32_t)r->rip;
+    ctx->values[ZYDIS_REGISTER_IP] = (uint16_t)r->rip;
+}
+
+/* Target of an indirect near or far jmp/call, read from its operand. */
+static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                           const ZydisDecodedOperand *op, bool far, uint64_t *target)
+{
+    uint64_t cs_base = cpu_code_base(v->sregs);
+    if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && !far) {
+        static __thread ZydisRegisterContext ctx;
+        fill_context(&ctx, v->regs);
+        ZydisRegister r = op->reg.value;
+        if (r > ZYDIS_REGISTER_MAX_VALUE)
+            return -1;
+        *target = cs_base + (ctx.values[r] & width_mask(in->operand_width));
+        return 0;
+    }
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
+        return -1;
+    static __thread ZydisRegisterContext ctx;
+    fill_context(&ctx, v->regs);
+    uint64_t ea;
+    if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddressEx(in, op, v->regs->rip, &ctx, &ea)))
+        return -1;
+    const struct kvm_segment *seg = segment(v->sregs, op->mem.segment);
+    if (cpu_mode(v->sregs) != MODE_LONG64 || seg == &v->sregs->fs || seg == &v->sregs->gs)
+        ea += seg->base;
+    if (cpu_mode(v->sregs) != MODE_LONG64)
+        ea = (uint32_t)ea;
+    unsigned off_bytes = in->operand_width / 8;
+    uint64_t off, sel;
+    if (read_uint(v, ea, off_bytes, &off))
+        return -1;
+    if (!far) {
+        *target = cs_base + off;
+        return 0;
+    }
+    if (read_uint(v, ea + off_bytes, 2, &sel) || cpu_selector_base(v, (uint16_t)sel, &cs_base))
+        return -1;
+    *target = cs_base + off;
+    return 0;
+}
+
+static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    bool far = in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+    bool rel = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative;
+
+    switch (in->meta.category) {
+    case ZYDIS_CATEGORY_COND_BR:
+        return VBTS_KIND_JCC;
+    case ZYDIS_CATEGORY_UNCOND_BR:
+        return far ? VBTS_KIND_FAR : rel ? VBTS_KIND_JMP : VBTS_KIND_JMP_IND;
+    case ZYDIS_CATEGORY_CALL:
+        return far ? VBTS_KIND_FAR : rel ? VBTS_KIND_CALL : VBTS_KIND_CALL_IND;
+    case ZYDIS_CATEGORY_RET:
+        if (in->mnemonic == ZYDIS_MNEMONIC_IRET || in->mnemonic == ZYDIS_MNEMONIC_IRETD ||
+            in->mnemonic == ZYDIS_MNEMONIC_IRETQ)
+            return VBTS_KIND_IRET;
+        return far ? VBTS_KIND_FAR : VBTS_KIND_RET;
+    case ZYDIS_CATEGORY_SYSCALL:
+    case ZYDIS_CATEGORY_SYSRET:
+        return VBTS_KIND_SYSCALL;
+    case ZYDIS_CATEGORY_INTERRUPT:
+        return VBTS_KIND_INT;
+    default:
+        /* Zydis files IRET under its own category on some versions. */
+        if (in->mnemonic == ZYDIS_MNEMONIC_IRET || in->mnemonic == ZYDIS_MNEMONIC_IRETD ||
+            in->mnemonic == ZYDIS_MNEMONIC_IRETQ)
+            return VBTS_KIND_IRET;
+        return VBTS_KIND_UNKNOWN;
+    }
+}
+
+/* Decode at `lin` and fill what needs no register state: kind, length, hints. */
+static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+                          ZydisDecodedOperand *ops, struct branch_pred *p, const char **why)
+{
+    if (cpu_decode(v, lin, in, ops, why))
+        return -1;
+    memset(p, 0, sizeof(*p));
+    p->cpl = cpu_cpl(v->sregs);
+    p->from = lin;
+    p->len = in->length;
+    p->kind = classify(in, ops);
+    p->vector_hint = -1;
+    if (in->mnemonic == ZYDIS_MNEMONIC_UD2 || in->mnemonic == ZYDIS_MNEMONIC_UD0 ||
+        in->mnemonic == ZYDIS_MNEMONIC_UD1)
+        p->vector_hint = 6;
+    if ((in->mnemonic == ZYDIS_MNEMONIC_MOV && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+         ops[0].reg.value == ZYDIS_REGISTER_SS) ||
+        (in->mnemonic == ZYDIS_MNEMONIC_POP && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+         ops[0].reg.value == ZYDIS_REGISTER_SS))
+        p->shadow = true;
+    return 0;
+}
+
+/* Relative and far-pointer branches: the target is in the instruction itself. */
+static bool direct_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                          const ZydisDecodedOperand *ops, uint64_t *target)
+{
+    enum cpu_mode m = cpu_mode(v->sregs);
+    uint64_t cs_base = cpu_code_base(v->sregs);
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative) {
+        uint64_t t;
+        if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(in, &ops[0], v->regs->rip, &t)))
+            return false;
+        *target = cs_base + t;
+        if (m != MODE_LONG64)
+            *target = (uint32_t)*target;
+        return true;
+    }
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
+        uint64_t base;
+        if (cpu_selector_base(v, ops[0].ptr.segment, &base))
+            return false;
+        *target = base + ops[0].ptr.offset;
+        return true;
+    }
+    return false;
+}
+
+int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (predict_common(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, p, why))
+        return -1;
+    if (p->kind == VBTS_KIND_UNKNOWN)
+        return 0;
+
+    p->taken = true;
+    uint64_t cs_base = cpu_code_base(v->sregs);
+    unsigned w = in.operand_width / 8, sw = cpu_stack_width(v->sregs) / 8;
+    uint64_t val, sel;
+    switch (p->kind) {
+    case VBTS_KIND_JCC:
+        p->taken = cond_taken(&in, v->regs);
+        p->target_known = p->taken ? direct_target(v, &in, ops, &p->target) : false;
+        break;
+    case VBTS_KIND_JMP:
+    case VBTS_KIND_CALL:
+        p->target_known = direct_target(v, &in, ops, &p->target);
+        break;
+    case VBTS_KIND_JMP_IND:
+    case VBTS_KIND_CALL_IND:
+        p->target_known = indirect_target(v, &in, &ops[0], false, &p->target) == 0;
+        break;
+    case VBTS_KIND_RET:
+        if (read_stack(v, 0, w ? w : sw, &val) == 0) {
+            p->target = cs_base + val;
+            p->target_known = true;
+        }
+        break;
+    case VBTS_KIND_FAR:
+        if (in.meta.category == ZYDIS_CATEGORY_RET) {
+            /* retf: offset then selector, each an operand-size slot. */
+            uint64_t base;
+            if (read_stack(v, 0, w, &val) == 0 && read_stack(v, 1, w, &sel) == 0) {
+                p->to_user = (sel & 3) == 3 && cpu_cpl(v->sregs) != 3;
+                if (cpu_selector_base(v, (uint16_t)sel, &base) == 0) {
+                    p->target = base + val;
+                    p->target_known = true;
+                }
+            }
+        } else if (!direct_target(v, &in, ops, &p->target)) {
+            p->target_known = indirect_target(v, &in, &ops[0], true, &p->target) == 0;
+        } else {
+            p->target_known = true;
+        }
+        break;
+    case VBTS_KIND_IRET:
+        if (read_stack(v, 0, w, &val) == 0 && read_stack(v, 1, w, &sel) == 0) {
+            uint64_t base;
+            p->to_user = (sel & 3) == 3 && cpu_cpl(v->sregs) != 3;
+            if (cpu_mode(v->sregs) == MODE_REAL16) {
+                p->target = ((sel & 0xffff) << 4) + (val & 0xffff);
+                p->target_known = true;
+            } else if (cpu_selector_base(v, (uint16_t)sel, &base) == 0) {
+                p->target = base + val;
+                p->target_known = true;
+            }
+        }
+        break;
+    case VBTS_KIND_SYSCALL:
+        p->to_user = in.meta.category == ZYDIS_CATEGORY_SYSRET;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
+                      const char **why)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (predict_common(v, lin, &in, ops, p, why))
+        return -1;
+    if (p->kind == VBTS_KIND_UNKNOWN)
+        return 0;
+    p->taken = true;
+    /* The registers as the instruction saw them, where its target depends on them. */
+    uint64_t cs_base = cpu_code_base(v->sregs);
+    struct kvm_regs r = *v->regs;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_JCC) {
+        /* RIP-relative targets need the instruction's own RIP, not the current one. */
+        r.rip = lin - cs_base;
+        p->target_known = direct_target(&at, &in, ops, &p->target);
+    } else if (p->kind == VBTS_KIND_RET) {
+        /*
+         * The RET has run (a swallowed step): its target is the slot it
+         * popped, just below RSP and the imm16 bytes it released.
+         */
+        unsigned w = in.operand_width / 8, sw = cpu_stack_width(v->sregs) / 8;
+        uint64_t imm = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? ops[0].imm.value.u : 0, val;
+        w = w ? w : sw;
+        r.rsp -= w + imm;
+        if (read_stack(&at, 0, w, &val) == 0) {
+            p->target = cs_base + val;
+            p->target_known = true;
+        }
+    }
+    return 0;
+}
+
+bool branch_straight_line(const struct cpu_view *v, uint64_t start, uint64_t end, unsigned max)
+{
+    const char *why;
+    for (unsigned n = 0; start != end; n++) {
+        struct branch_pred p;
+        if (n == max || branch_predict_at(v, start, &p, &why) < 0 ||
+            (p.kind != VBTS_KIND_UNKNOWN && p.kind != VBTS_KIND_JCC))
+            return false;
+        start += p.len;
+    }
+    return true;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the trace layer: the engine's per-vCPU state, the window and
+ * records (window.c), and the single-step engine (step.c).  trace.c wires
+ * both to the VM.
+ */
+#ifndef VBTS_TRACE_ENGINE_H
+#define VBTS_TRACE_ENGINE_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/vm.h"
+#include "trace/branch.h"
+#include "trace/trace.h"
+#include "vbts/format.h"
+
+struct trace {
+    struct vm *vm;
+    struct trace_config *cfg;
+    struct sink *sink;          /* NULL when not tracing */
+    struct guest_bts *gbts;     /* NULL with --no-guest-bts */
+    struct trace_vcpu *cpu;     /* per vCPU */
+};
+
+struct trace_vcpu {
+    struct trace *tr;
+    struct vcpu *cpu;
+    uint64_t steps;             /* single-step exits seen */
+    struct branch_pred pred;    /* the instruction the vCPU is about to run */
+    bool pred_valid;
+    bool stepping;              /* single-step is armed in KVM */
+    int event_vector;           /* event the monitor raised, not yet seen, or -1 */
+    bool tracing;               /* inside the window: records go to the sink */
+    bool bp_armed;              /* hardware breakpoint on the start trigger */
+    uint64_t cr3;               /* guest context of the last step */
+    uint64_t start_ns;          /* monotonic time of this vCPU's START */
+    uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */
+    bool flow_valid;
+    struct kvm_sregs flow_sregs;/* the mode that code ran in */
+};
+
+/* The registers KVM synced into kvm_run at the last exit. */
+static inline void trace_view(const struct trace_vcpu *t, struct cpu_view *v)
+{
+    struct kvm_run *run = t->cpu->run;
+    v->mem = &t->cpu->vm->mem;
+    v->regs = &run->s.regs.regs;
+    v->sregs = &run->s.regs.sregs;
+}
+
+#endif

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The single-step engine.  KVM stops the vCPU after every instruction;
+ * before each step we predict, from the instruction and the registers,
+ * what it does to control flow (trace/branch.c), and after it we compare
+ * the prediction with where the vCPU actually is.  Agreement yields the
+ * BTS record exactly; disagreement is an exception or interrupt, which we
+ * attribute to an IDT vector, or the trace stops with an error rather
+ * than guess.
+ *
+ * Hosts swallow some step exits: the first instruction of an exception
+ * handler, the instruction after IRET (measured on kvm_pvm) and, on every
+ * host, the instruction after MOV SS/POP SS.  For those we decode the
+ * skipped instruction and accept the observed RIP only if that one
+ * instruction explains it.
+ */
+#include "trace/engine.h"
+#include "trace/step.h"
+#include "trace/window.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "export/sink.h"
+#include "trace/attrib.h"
+#include "guest_bts/guest_bts.h"
+#include "x86/debug.h"
+#include "x86/host.h"
+
+/* KVM's debug state follows from what this vCPU needs: steps, or the start trigger. */
+int step_update(struct trace_vcpu *t)
+{
+    bool step = t->tracing || guest_bts_on(t->tr->gbts, t->cpu);
+    struct debug_want w = { .step = step };
+    if (t->bp_armed) {
+        w.nbp = 1;
+        w.bp[0] = t->tr->cfg->start;
+    }
+    if (debug_set(t->cpu, DEBUG_TRACE, &w) < 0)
+        return -1;
+    if (step && !t->stepping)
+        t->pred_valid = false;
+    t->stepping = step;
+    return 0;
+}
+
+/* Registers of a vCPU that has not exited since they last changed. */
+int step_sync_regs(struct trace_vcpu *t)
+{
+    if (ioctl(t->cpu->fd, KVM_GET_REGS, &t->cpu->run->s.regs.regs) < 0)
+        return error_fail_errno("KVM_GET_REGS");
+    if (ioctl(t->cpu->fd, KVM_GET_SREGS, &t->cpu->run->s.regs.sregs) < 0)
+        return error_fail_errno("KVM_GET_SREGS");
+    return 0;
+}
+
+/* Guest BTS changed at a WRMSR exit: step exactly while it or the window needs it. */
+int step_bts_changed(struct trace_vcpu *t)
+{
+    bool was = t->stepping;
+    if (step_update(t) < 0)
+        return -1;
+    if (!t->stepping || was)
+        return 0;
+    /*
+     * Called at an exit whose instruction (WRMSR) has not completed yet:
+     * predict it, and accept that its own step exit may be swallowed.
+     */
+    if (step_sync_regs(t) < 0)
+        return -1;
+    return step_predict(t, true);
+}
+
+void step_note_completion(struct trace_vcpu *t)
+{
+    /*
+     * An instruction finished by the monitor (port I/O, MMIO) may complete
+     * together with the next one before KVM reports a step (seen on
+     * kvm_pvm: `mov [apic], eax; sti` gave one step exit).
+     */
+    if (t->pred_valid && t->pred.kind == VBTS_KIND_UNKNOWN)
+        t->pred.shadow = true;
+}
+
+void step_note_event(struct trace_vcpu *t, int vector)
+{
+    /* Only a stepping vCPU has a prediction for the event to settle. */
+    if (t->stepping)
+        t->event_vector = vector;
+}
+
+static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
+                         bool allow_indirect, struct branch_pred *rec, bool *has_rec)
+{
+    return attrib_skip(v, lin, rip, ATTRIB_SKIP_MAX, allow_indirect, rec, has_rec);
+}
+
+static void emit_skipped(struct trace_vcpu *t, const struct branch_pred *s)
+{
+    window_emit_branch(t, s->from, s->target, s->kind, s->cpl);
+}
+
+/*
+ * The step ended somewhere the instruction at `from` cannot go: an event
+ * was delivered there, and the handler's first instruction may have run
+ * without a step exit of its own.  `hint` is the vector the monitor
+ * injected or the instruction is known to raise, or -1; `only` restricts
+ * the search to it.
+ */
+static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint64_t from,
+                           int cpl, int hint, bool only, unsigned kind, uint64_t rip)
+{
+    struct attrib_event a;
+    attrib_event(v, rip, hint, only, ATTRIB_SKIP_MAX, &a);
+    if (a.status != ATTRIB_OK) {
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                       "trace lost step synchronisation: the instruction at 0x%llx was "
+                       "followed by 0x%llx, which %s", (unsigned long long)from,
+                       (unsigned long long)rip,
+                       a.status == ATTRIB_NONE ? "no IDT handler explains"
+                                               : "several IDT handlers explain");
+        return -1;
+    }
+    window_emit_branch(t, from, a.handler, attrib_kind(kind, a.vector), cpl);
+    if (a.has_skip)
+        emit_skipped(t, &a.skip);
+    return 0;
+}
+
+/* Account for the instruction predicted in t->pred, now that the vCPU is at `rip`. */
+static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    const struct branch_pred *p = &t->pred;
+    struct branch_pred skip;
+    bool has_skip;
+
+    if (t->event_vector >= 0) {
+        /* The monitor injected an event: it was delivered before p ran. */
+        int vec = t->event_vector;
+        t->event_vector = -1;
+        unsigned kind = p->kind == VBTS_KIND_INT ? VBTS_KIND_INT     /* int3 completed for the host */
+                        : vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT;
+        return attribute_event(t, v, p->from, p->cpl, vec, true, kind, rip);
+    }
+    if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
+        uint64_t target = p->target_known ? p->target : rip;
+        if (rip == target) {
+            window_emit_branch(t, p->from, target, p->kind, p->cpl);
+            return 0;
+        }
+        /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
+        if (!p->target_known || p->kind != VBTS_KIND_IRET)
+            return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
+                                   VBTS_KIND_EXCEPTION, rip);
+        /*
+         * After IRET the target's own step exit is swallowed: it either ran
+         * normally or raised an event itself.
+         */
+        window_emit_branch(t, p->from, target, p->kind, p->cpl);
+        if (explain_skip(v, target, rip, true, &skip, &has_skip)) {
+            if (has_skip)
+                emit_skipped(t, &skip);
+            return 0;
+        }
+        return attribute_event(t, v, target, cpu_cpl(v->sregs), -1, false,
+                               VBTS_KIND_EXCEPTION, rip);
+    }
+    uint64_t next = p->from + p->len;
+    /* A REP string instruction steps once per iteration, in place. */
+    if (rip == next || rip == p->from)
+        return 0;
+    if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
+        if (has_skip)
+            emit_skipped(t, &skip);
+        return 0;
+    }
+    return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
+}
+
+static int on_step(struct trace_vcpu *t)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    t->steps++;
+    if (t->pred_valid && settle(t, &v, cpu_linear_ip(v.regs, v.sregs)) < 0)
+        return -1;
+    window_follow_context(t, v.sregs->cr3);
+    if (!t->stepping)
+        return 0;       /* the step closed the window */
+    return step_predict(t, false);
+}
+
+/* A debug exit of ours: the start trigger's breakpoint (hits), or a step. */
+enum vcpu_verdict step_on_debug(struct trace_vcpu *t, unsigned hits)
+{
+    if (hits) {
+        if (!t->bp_armed)
+            return VCPU_EXIT_PASS;
+        int waiting = WINDOW_WAITING;
+        if (atomic_compare_exchange_strong(&t->tr->cfg->window, &waiting, WINDOW_OPEN))
+            vm_kick_others(t->cpu->vm);
+        /* Stopped before the trigger instruction ran: trace from it on. */
+        window_enter(t, true);
+        return VCPU_EXIT_DONE;
+    }
+    if (!t->stepping)
+        return VCPU_EXIT_PASS;
+    on_step(t);
+    return VCPU_EXIT_DONE;
+}
+
+/* Predict the instruction at the vCPU's RIP, the one the next step runs. */
+int step_predict(struct trace_vcpu *t, bool tolerate_skip)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    const char *why;
+    if (branch_predict(&v, &t->pred, &why) < 0) {
+        /* The guest will fault on this fetch; the next step shows the handler. */
+        memset(&t->pred, 0, sizeof(t->pred));
+        t->pred.from = rip;
+        t->pred.cpl = cpu_cpl(v.sregs);
+        t->pred.vector_hint = 14;
+    }
+    if (tolerate_skip && t->pred.kind == VBTS_KIND_UNKNOWN)
+        t->pred.shadow = true;
+    t->pred_valid = true;
+    const struct trace_config *c = t->tr->cfg;
+    if (t->tracing && c->have_stop && rip == c->stop) {
+        window_close(t);    /* the stop trigger is not executed inside the window */
+        if (!t->stepping)
+            return 0;
+    }
+    if (t->stepping && (t->pred.to_user || cpu_cpl(v.sregs) == 3) && !host_steps_user()) {
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                       "cannot trace CPL3 code on this host (kvm_pvm does not single-step "
+                       "user mode); trace ends before 0x%llx", (unsigned long long)rip);
+        if (t->tr->sink)
+            sink_stop(t->tr->sink, t->cpu->index, VBTS_STOP_UNSUPPORTED);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace engine wired to a VM: hooks, exits and notifications it registers. */
+#include "trace/trace.h"
+
+#include <stdlib.h>
+#include <linux/kvm.h>
+
+#include "export/sink.h"
+#include "guest_bts/guest_bts.h"
+#include "trace/engine.h"
+#include "trace/step.h"
+#include "trace/window.h"
+#include "x86/debug.h"
+#include "x86/event.h"
+
+static enum vbts_stop_reason stop_reason(enum vm_end e)
+{
+    switch (e) {
+    case VM_END_HALT:
+    case VM_END_DEBUG_EXIT: return VBTS_STOP_GUEST_EXIT;
+    case VM_END_CRASH: return VBTS_STOP_GUEST_CRASH;
+    case VM_END_SIGNAL: return VBTS_STOP_INTERRUPTED;
+    case VM_END_TRACE_DONE: return VBTS_STOP_LIMIT;
+    default: return VBTS_STOP_ERROR;
+    }
+}
+
+static struct trace_vcpu *of(void *ctx, struct vcpu *cpu)
+{
+    return &((struct trace *)ctx)->cpu[cpu->index];
+}
+
+/* Before the first run: with --trace, START and stepping, or the start trigger. */
+static int on_start(struct vcpu *cpu, void *ctx)
+{
+    struct trace_vcpu *t = of(ctx, cpu);
+    /* Registers arrive with every exit, so a step costs no extra ioctl. */
+    cpu->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+    t->event_vector = -1;
+    if (!t->tr->sink)
+        return 0;
+    if (atomic_load(&t->tr->cfg->window) == WINDOW_WAITING) {
+        /* Untraced at full speed until a vCPU reaches the start trigger. */
+        t->bp_armed = true;
+        return step_update(t);
+    }
+    return window_enter(t, false);
+}
+
+static int on_pre_run(struct vcpu *cpu, void *ctx)
+{
+    return window_poll(of(ctx, cpu));
+}
+
+static int on_thread_end(struct vcpu *cpu, void *ctx)
+{
+    window_finish(of(ctx, cpu), stop_reason(atomic_load(&cpu->vm->end)));
+    return 0;
+}
+
+/* Port I/O and MMIO are completed by the monitor: the engine watches, the devices act. */
+static enum vcpu_verdict on_completion(struct vcpu *cpu, void *ctx)
+{
+    step_note_completion(of(ctx, cpu));
+    return VCPU_EXIT_PASS;
+}
+
+static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
+{
+    return step_on_debug(of(ctx, cpu), hits);
+}
+
+static void on_event(struct vcpu *cpu, const struct event *ev, void *ctx)
+{
+    step_note_event(of(ctx, cpu), ev->vector);
+}
+
+static int on_bts_change(void *ctx, struct vcpu *cpu)
+{
+    return step_bts_changed(of(ctx, cpu));
+}
+
+struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_bts *gbts)
+{
+    struct trace *tr = calloc(1, sizeof(*tr));
+    if (tr)
+        tr->cpu = calloc((size_t)vm->ncpus, sizeof(*tr->cpu));
+    if (!tr || !tr->cpu) {
+        free(tr);
+        error_fail("out of memory");
+        return NULL;
+    }
+    tr->vm = vm;
+    tr->cfg = c;
+    tr->gbts = gbts;
+    for (int i = 0; i < vm->ncpus; i++) {
+        tr->cpu[i].tr = tr;
+        tr->cpu[i].cpu = &vm->vcpus[i];
+        tr->cpu[i].event_vector = -1;
+    }
+    if (vcpu_on_hook(vm, VCPU_HOOK_START, on_start, tr) < 0 ||
+        vcpu_on_hook(vm, VCPU_HOOK_PRE_RUN, on_pre_run, tr) < 0 ||
+        vcpu_on_hook(vm, VCPU_HOOK_THREAD_END, on_thread_end, tr) < 0 ||
+        vcpu_on_exit(vm, KVM_EXIT_IO, on_completion, tr) < 0 ||
+        vcpu_on_exit(vm, KVM_EXIT_MMIO, on_completion, tr) < 0 ||
+        debug_on_exit(vm, DEBUG_TRACE, on_debug, tr) < 0 ||
+        event_observe(vm, on_event, tr) < 0) {
+        trace_free(tr);
+        return NULL;
+    }
+    if (gbts)
+        guest_bts_on_change(gbts, on_bts_change, tr);
+    return tr;
+}
+
+void trace_set_sink(struct trace *t, struct sink *s)
+{
+    t->sink = s;
+}
+
+void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *steps)
+{
+    *branches = *steps = 0;
+    for (int i = 0; i < t->vm->ncpus; i++) {
+        if (t->sink)
+            *branches += sink_branches(t->sink, i);
+        *steps += t->cpu[i].steps;
+    }
+}
+
+void trace_free(struct trace *t)
+{
+    if (!t)
+        return;
+    free(t->cpu);
+    free(t);
+}

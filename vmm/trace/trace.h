@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vbts's own branch trace: what to trace (the window, filters), and the
+ * engine that records every branch of every vCPU into a sink
+ * (export/sink.h).  The same engine feeds guest BTS (guest_bts/), so it
+ * steps while either needs it.
+ */
+#ifndef VBTS_TRACE_TRACE_H
+#define VBTS_TRACE_TRACE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vm;
+struct sink;
+struct guest_bts;
+
+enum trace_cpl { TRACE_CPL_ALL, TRACE_CPL_KERNEL, TRACE_CPL_USER };
+enum trace_window { WINDOW_WAITING, WINDOW_OPEN, WINDOW_CLOSED };
+
+/* What the command line asked for; trace_config_build resolves it. */
+struct trace_options {
+    bool trace;                 /* --trace given */
+    const char *symbols;
+    const char *start, *stop;   /* ADDR or SYMBOL */
+    uint64_t max_branches;
+    int cpl;                    /* enum trace_cpl */
+    bool have_cr3;
+    uint64_t cr3;
+    bool verify_flow;
+    bool stop_after;
+};
+
+/* What to trace, shared by all vCPUs (--trace-start/stop, filters). */
+struct trace_config {
+    bool have_start, have_stop, have_cr3;
+    uint64_t start, stop;       /* linear addresses of the window's triggers */
+    uint64_t cr3;               /* --cr3: page-table base to trace (bits 12..51) */
+    uint64_t max_branches;      /* 0: no limit; else the total over all vCPUs */
+    enum trace_cpl cpl;
+    bool verify_flow;
+    bool stop_after;            /* end the run when the window closes */
+    atomic_int window;          /* enum trace_window */
+    _Atomic uint64_t emitted;   /* branch records written, all vCPUs */
+    _Atomic uint64_t flow_checked, flow_violations;
+};
+
+/* Fill `c`; -1 with the error set (bad trigger, a filter without --trace). */
+int trace_config_build(struct trace_config *c, const struct trace_options *o);
+
+struct trace;
+
+/*
+ * The engine on every vCPU of the VM (hooks, debug exits, event and
+ * guest-BTS notifications), whether or not --trace is given: guest BTS
+ * needs its steps too.  gbts may be NULL (--no-guest-bts).
+ */
+struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_bts *gbts);
+/* Where records go (--trace); before the vCPUs start. */
+void trace_set_sink(struct trace *t, struct sink *s);
+/* Branch records written and step exits taken, all vCPUs. */
+void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *steps);
+void trace_free(struct trace *t);
+
+#endif

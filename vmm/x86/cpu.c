@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+#include "x86/cpu.h"
+
+#include <Zydis/Zydis.h>
+#include <string.h>
+
+#include "vbts/le.h"
+
+enum cpu_mode cpu_mode(const struct kvm_sregs *s)
+{
+    if (!(s->cr0 & 1))
+        return MODE_REAL16;
+    if (s->efer & EFER_LMA)
+        return s->cs.l ? MODE_LONG64 : MODE_COMPAT32;
+    return s->cs.db ? MODE_PROT32 : MODE_PROT16;
+}
+
+uint64_t cpu_code_base(const struct kvm_sregs *s)
+{
+    return cpu_mode(s) == MODE_LONG64 ? 0 : s->cs.base;
+}
+
+uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s)
+{
+    switch (cpu_mode(s)) {
+    case MODE_LONG64: return r->rip;
+    case MODE_REAL16:
+    case MODE_PROT16: return (uint32_t)(s->cs.base + (uint16_t)r->rip);
+    default: return (uint32_t)(s->cs.base + (uint32_t)r->rip);
+    }
+}
+
+uint64_t cpu_stack_base(const struct kvm_sregs *s)
+{
+    return cpu_mode(s) == MODE_LONG64 ? 0 : s->ss.base;
+}
+
+unsigned cpu_stack_width(const struct kvm_sregs *s)
+{
+    if (cpu_mode(s) == MODE_LONG64)
+        return 64;
+    return s->ss.db ? 32 : 16;
+}
+
+void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg)
+{
+    pg->cr0 = s->cr0;
+    pg->cr3 = s->cr3;
+    pg->cr4 = s->cr4;
+    pg->efer = s->efer;
+}
+
+static const ZydisDecoder *decoder_for(enum cpu_mode m)
+{
+    static ZydisDecoder dec[5];
+    static bool ready;
+    /* Initialisation is idempotent, so racing vCPU threads write the same bytes. */
+    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+        ZydisDecoderInit(&dec[MODE_REAL16], ZYDIS_MACHINE_MODE_REAL_16, ZYDIS_STACK_WIDTH_16);
+        ZydisDecoderInit(&dec[MODE_PROT16], ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
+        ZydisDecoderInit(&dec[MODE_PROT32], ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+        ZydisDecoderInit(&dec[MODE_COMPAT32], ZYDIS_MACHINE_MODE_LONG_COMPAT_32, ZYDIS_STACK_WIDTH_32);
+        ZydisDecoderInit(&dec[MODE_LONG64], ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        __atomic_store_n(&ready, true, __ATOMIC_RELEASE);
+    }
+    return &dec[m];
+}
+
+int cpu_read_linear(const struct cpu_view *v, uint64_t lin, void *buf, size_t len)
+{
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    return gmem_read_linear(v->mem, &pg, lin, buf, len) == GMEM_OK ? 0 : -1;
+}
+
+/* Instruction bytes may end at an unmapped page: fetch as many as exist. */
+size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf)
+{
+    size_t first = 4096 - (lin & 0xfff);
+    if (first >= ZYDIS_MAX_INSTRUCTION_LENGTH)
+        return cpu_read_linear(v, lin, buf, ZYDIS_MAX_INSTRUCTION_LENGTH) ? 0 : ZYDIS_MAX_INSTRUCTION_LENGTH;
+    if (cpu_read_linear(v, lin, buf, first))
+        return 0;
+    if (cpu_read_linear(v, lin + first, buf + first, ZYDIS_MAX_INSTRUCTION_LENGTH - first))
+        return first;
+    return ZYDIS_MAX_INSTRUCTION_LENGTH;
+}
+
+int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+               ZydisDecodedOperand *ops, const char **why)
+{
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t n = cpu_fetch(v, lin, buf);
+    if (n == 0) {
+        *why = "instruction bytes are not in guest RAM";
+        return -1;
+    }
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(decoder_for(cpu_mode(v->sregs)), buf, n, in, ops))) {
+        *why = "instruction does not decode";
+        return -1;
+    }
+    return 0;
+}
+
+int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base)
+{
+    enum cpu_mode m = cpu_mode(v->sregs);
+    if (m == MODE_REAL16) {
+        *base = (uint64_t)sel << 4;
+        return 0;
+    }
+    if (sel & 4)        /* LDT selectors: not modelled; nothing here uses them */
+        return -1;
+    uint32_t idx = sel & ~7u;
+    if (idx + 7 > v->sregs->gdt.limit)
+        return -1;
+    uint8_t d[8];
+    if (cpu_read_linear(v, v->sregs->gdt.base + idx, d, 8))
+        return -1;
+    bool is_long = d[6] & 0x20;
+    if ((v->sregs->efer & EFER_LMA) && is_long)
+        *base = 0;
+    else
+        *base = vbts_le16(d + 2) | (uint32_t)d[4] << 16 | (uint32_t)d[7] << 24;
+    return 0;
+}
+
+int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler)
+{
+    const struct kvm_sregs *s = v->sregs;
+    enum cpu_mode m = cpu_mode(s);
+    if (m == MODE_REAL16) {
+        uint8_t ivt[4];
+        if ((uint64_t)vector * 4 + 3 > s->idt.limit || cpu_read_linear(v, s->idt.base + vector * 4, ivt, 4))
+            return -1;
+        *handler = ((uint64_t)vbts_le16(ivt + 2) << 4) + vbts_le16(ivt);
+        return 0;
+    }
+    bool long_mode = s->efer & EFER_LMA;
+    unsigned size = long_mode ? 16 : 8;
+    uint8_t g[16];
+    if ((uint64_t)vector * size + size - 1 > s->idt.limit || cpu_read_linear(v, s->idt.base + vector * size, g, size))
+        return -1;
+    if (!(g[5] & 0x80))
+        return -1;                      /* not present */
+    unsigned type = g[5] & 0xf;
+    if (type == 5)
+        return -1;                      /* task gate: not modelled */
+    uint64_t off = vbts_le16(g) | (uint32_t)vbts_le16(g + 6) << 16;
+    if (long_mode)
+        off |= (uint64_t)vbts_le32(g + 8) << 32;
+    uint64_t base = 0;
+    if (!long_mode && cpu_selector_base(v, vbts_le16(g + 2), &base))
+        return -1;
+    *handler = long_mode ? off : (uint32_t)(base + off);
+    return 0;
+}

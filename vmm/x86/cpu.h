@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An x86 vCPU's state as an instruction sees it: mode, privilege, linear
+ * addresses, the guest's page tables, segment descriptors, the IDT, and
+ * the instruction bytes at an address decoded by Zydis.  Pure functions of
+ * a register snapshot and guest memory; nothing here touches KVM.
+ */
+#ifndef VBTS_X86_CPU_H
+#define VBTS_X86_CPU_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <Zydis/Zydis.h>
+
+#include "core/gmem.h"
+
+/* The guest state an instruction is decoded and evaluated in. */
+struct cpu_view {
+    const struct gmem *mem;
+    const struct kvm_regs *regs;
+    const struct kvm_sregs *sregs;
+};
+
+enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG64 };
+
+#define RFLAGS_CF (1u << 0)
+#define RFLAGS_PF (1u << 2)
+#define RFLAGS_ZF (1u << 6)
+#define RFLAGS_SF (1u << 7)
+#define RFLAGS_TF (1u << 8)
+#define RFLAGS_IF (1u << 9)
+#define RFLAGS_DF (1u << 10)
+#define RFLAGS_OF (1u << 11)
+#define RFLAGS_RF (1u << 16)
+#define EFER_LMA  (1ull << 10)
+
+enum cpu_mode cpu_mode(const struct kvm_sregs *s);
+uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
+/* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
+uint64_t cpu_code_base(const struct kvm_sregs *s);
+uint64_t cpu_stack_base(const struct kvm_sregs *s);
+unsigned cpu_stack_width(const struct kvm_sregs *s);
+static inline int cpu_cpl(const struct kvm_sregs *s)
+{
+    return (s->cr0 & 1) ? (s->cs.selector & 3) : 0;
+}
+void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg);
+/* len bytes at linear `lin` through the guest's page tables; 0 or -1. */
+int cpu_read_linear(const struct cpu_view *v, uint64_t lin, void *buf, size_t len);
+/*
+ * Up to ZYDIS_MAX_INSTRUCTION_LENGTH bytes at linear `lin`, through the
+ * guest's page tables; fewer where the code runs into an unmapped page.
+ * Returns how many (0: none readable).
+ */
+size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf);
+/* The instruction at `lin`, decoded in the vCPU's mode; -1 with *why set. */
+int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+               ZydisDecodedOperand *ops, const char **why);
+/* Base of a code segment named by selector, as a far transfer would load it. */
+int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base);
+/* Linear address of the handler for `vector` from the guest's IDT, or -1. */
+int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler);
+
+#endif

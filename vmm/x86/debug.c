@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+#include "x86/debug.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <linux/kvm.h>
+
+#include "core/vm.h"
+#include "x86/arch.h"
+
+static const char *const client_name[DEBUG_NCLIENTS] = { "trace", "host-compat" };
+
+/* A client whose wishes stand: it does not yield, or nobody else steps. */
+static bool active(const struct debug_state *d, int c)
+{
+    if (!d->want[c].unless_stepped)
+        return true;
+    for (int o = 0; o < DEBUG_NCLIENTS; o++)
+        if (o != c && d->want[o].step && !d->want[o].unless_stepped)
+            return false;
+    return true;
+}
+
+bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out)
+{
+    struct kvm_guest_debug dbg = { 0 };
+    bool step = false;
+    int slot = 0;
+    for (int s = 0; s < DEBUG_MAX_BP; s++)
+        d->slot_owner[s] = -1;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++) {
+        const struct debug_want *w = &d->want[c];
+        if (!active(d, c))
+            continue;
+        step |= w->step;
+        for (int i = 0; i < w->nbp && slot < DEBUG_MAX_BP; i++, slot++) {
+            d->slot_owner[slot] = c;
+            d->slot_index[slot] = i;
+            dbg.arch.debugreg[slot] = w->bp[i];
+            /* Execution breakpoint: R/W and LEN 0; the local enable bit of the slot. */
+            dbg.arch.debugreg[7] |= 1ull << (2 * slot);
+        }
+    }
+    if (step || slot)
+        dbg.control = KVM_GUESTDBG_ENABLE;
+    if (step)
+        dbg.control |= KVM_GUESTDBG_SINGLESTEP;
+    if (slot)
+        dbg.control |= KVM_GUESTDBG_USE_HW_BP;
+    *out = dbg;
+    return step;
+}
+
+static int apply(struct vcpu *cpu)
+{
+    struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    struct kvm_guest_debug dbg;
+    bool step = debug_merge(d, &dbg);
+    if (ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+        int n = 0;
+        for (int s = 0; s < DEBUG_MAX_BP; s++)
+            n += d->slot_owner[s] >= 0;
+        return error_fail_errno("KVM_SET_GUEST_DEBUG (%s, %d breakpoint%s)",
+                                step ? "single-step" : "no step", n, n == 1 ? "" : "s");
+    }
+    bool was = d->stepping;
+    d->stepping = step;
+    if (was && !step) {
+        const struct arch_vm *a = arch_vm(cpu->vm);
+        for (int i = 0; i < a->nstep_off; i++)
+            a->step_off[i].fn(cpu, a->step_off[i].ctx);
+    }
+    return 0;
+}
+
+int debug_set(struct vcpu *cpu, enum debug_client who, const struct debug_want *w)
+{
+    struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    d->want[who] = *w;
+    if (d->want[who].nbp > DEBUG_MAX_BP)
+        d->want[who].nbp = DEBUG_MAX_BP;
+    return apply(cpu);
+}
+
+bool debug_stepping(const struct vcpu *cpu)
+{
+    return arch_vcpu(cpu)->dbg.stepping;
+}
+
+/* The client whose breakpoint fired gets the exit; with none, the stepping ones. */
+static enum vcpu_verdict on_debug_exit(struct vcpu *cpu, void *ctx)
+{
+    (void)ctx;
+    const struct arch_vm *a = arch_vm(cpu->vm);
+    const struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    uint64_t dr6 = cpu->run->debug.arch.dr6;
+    unsigned hits[DEBUG_NCLIENTS] = { 0 };
+    for (int s = 0; s < DEBUG_MAX_BP; s++)
+        if ((dr6 & (1u << s)) && d->slot_owner[s] >= 0)
+            hits[d->slot_owner[s]] |= 1u << d->slot_index[s];
+    for (int c = 0; c < DEBUG_NCLIENTS; c++)
+        if (hits[c] && a->debug_exit[c].fn &&
+            a->debug_exit[c].fn(cpu, hits[c], a->debug_exit[c].ctx) == VCPU_EXIT_DONE)
+            return VCPU_EXIT_DONE;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++)
+        if (d->want[c].step && active(d, c) && a->debug_exit[c].fn &&
+            a->debug_exit[c].fn(cpu, 0, a->debug_exit[c].ctx) == VCPU_EXIT_DONE)
+            return VCPU_EXIT_DONE;
+    return VCPU_EXIT_PASS;
+}
+
+int debug_install(struct vm *vm)
+{
+    return vcpu_on_exit(vm, KVM_EXIT_DEBUG, on_debug_exit, NULL);
+}
+
+int debug_on_exit(struct vm *vm, enum debug_client who, debug_exit_fn fn, void *ctx)
+{
+    struct arch_vm *a = arch_vm(vm);
+    if (a->debug_exit[who].fn)
+        return error_fail("debug exits of %s claimed twice", client_name[who]);
+    a->debug_exit[who].fn = fn;
+    a->debug_exit[who].ctx = ctx;
+    return 0;
+}
+
+int debug_on_step_off(struct vm *vm, debug_step_off_fn fn, void *ctx)
+{
+    struct arch_vm *a = arch_vm(vm);
+    if (a->nstep_off == ARCH_MAX_LISTENERS)
+        return error_fail("too many step-off listeners");
+    a->step_off[a->nstep_off].fn = fn;
+    a->step_off[a->nstep_off].ctx = ctx;
+    a->nstep_off++;
+    return 0;
+}

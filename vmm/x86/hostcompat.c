@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completing instructions the host could not emulate (see x86/hostcompat.h
+ * and docs/host-compat.md).  Software interrupts are completed as the CPU
+ * would: RIP moves past the instruction, then the vector is injected with
+ * KVM_SET_VCPU_EVENTS, so the guest's own IDT handler runs and sees the
+ * return address after the instruction (the kernel's int3 self-test checks
+ * exactly that).  fwait, with no x87 exception pending, does nothing and
+ * is skipped.  Anything else stays an emulation failure: the run ends there
+ * with RIP and the instruction bytes.
+ */
+#include "x86/hostcompat.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <linux/kvm.h>
+
+#include "core/vm.h"
+#include "vbts/le.h"
+#include "x86/arch.h"
+#include "x86/cpu.h"
+#include "x86/debug.h"
+#include "x86/event.h"
+#include "x86/host.h"
+
+enum { HC_INT3, HC_INTN, HC_FWAIT, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_HALT, HC_COUNT };
+static const char *const hc_name[HC_COUNT] = { "int3", "int n", "fwait", "syscall", "sysret",
+                                               "patched-away retry", "stale HLT state" };
+static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "completed",
+                                               "emulated", "done", "cleared" };
+static atomic_ulong hc_fired[HC_COUNT];
+
+#define MSR_STAR  0xc0000081u
+#define MSR_LSTAR 0xc0000082u
+#define MSR_FMASK 0xc0000084u
+
+static int get_msrs(struct vcpu *cpu, uint64_t *star, uint64_t *lstar, uint64_t *fmask)
+{
+    struct {
+        struct kvm_msrs h;
+        struct kvm_msr_entry e[3];
+    } m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
+                                 { .index = MSR_FMASK } } };
+    if (ioctl(cpu->fd, KVM_GET_MSRS, &m) != 3)
+        return -1;
+    *star = m.e[0].data;
+    *lstar = m.e[1].data;
+    *fmask = m.e[2].data;
+    return 0;
+}
+
+static void flat64(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl)
+{
+    *s = (struct kvm_segment){ .base = 0, .limit = 0xffffffff, .selector = sel,
+                               .type = code ? 0xb : 0x3, .present = 1, .dpl = dpl, .s = 1,
+                               .l = code, .db = !code, .g = 1 };
+}
+
+/*
+ * SYSCALL from user mode on kvm_pvm: the host loads RCX, R11 and RIP =
+ * LSTAR but does not switch to CPL0; it delivers a page fault at LSTAR
+ * "from user mode" to the guest instead, and the kernel kills the task.
+ * vbts puts an execution breakpoint on the guest's #PF handler (IDT
+ * vector 14) and, when the frame there says "user mode, RIP = LSTAR",
+ * finishes the SYSCALL as the SDM describes: RSP back to the user's (the
+ * fault switched stacks), CS = STAR[47:32], SS = CS + 8, CPL 0,
+ * RIP = LSTAR, RFLAGS = the user's RFLAGS (in R11) & ~FMASK.  Other page faults
+ * continue untouched.  The breakpoint yields to single-stepping (x86/debug.c
+ * drops it while the trace engine steps; CPL3 is not traced on this host
+ * anyway) and comes back when stepping ends.
+ */
+static bool arm(struct vcpu *cpu, uint64_t handler)
+{
+    struct hostcompat_vcpu *hc = &arch_vcpu(cpu)->hc;
+    hc->pf_bp = handler;
+    hc->stepping_over = false;
+    struct debug_want w = { .unless_stepped = true, .nbp = 1, .bp = { handler } };
+    return debug_set(cpu, DEBUG_HOSTCOMPAT, &w) == 0;
+}
+
+/*
+ * Past the breakpoint: this host does not honour RFLAGS.RF for it, so the
+ * breakpoint goes off for one single-step and comes back after it.
+ */
+static bool step_over(struct vcpu *cpu)
+{
+    arch_vcpu(cpu)->hc.stepping_over = true;
+    struct debug_want w = { .step = true, .unless_stepped = true };
+    return debug_set(cpu, DEBUG_HOSTCOMPAT, &w) == 0;
+}
+
+static int before_run(struct vcpu *cpu, void *ctx)
+{
+    (void)ctx;
+    if (arch_vcpu(cpu)->hc.pf_bp || !host_is_pvm())
+        return 0;
+    uint64_t star = 0, lstar = 0, fmask = 0;
+    if (get_msrs(cpu, &star, &lstar, &fmask) < 0 || !lstar)
+        return 0;                   /* the kernel has not set up SYSCALL (nor its IDT) yet */
+    struct kvm_sregs sr;
+    uint8_t gate[16];
+    if (ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0 || sr.idt.limit < 14 * 16 + 15)
+        return 0;
+    struct gmem_paging pg;
+    cpu_paging(&sr, &pg);
+    if (gmem_read_linear(&cpu->vm->mem, &pg, sr.idt.base + 14 * 16, gate, 16) != GMEM_OK)
+        return 0;
+    uint64_t handler = vbts_le16(gate) | (uint64_t)vbts_le16(gate + 6) << 16 |
+                       (uint64_t)vbts_le32(gate + 8) << 32;
+    return handler && !arm(cpu, handler) ? -1 : 0;
+}
+
+/* NOPs, ENDBR64 and CLD at RIP, done by moving RIP (and clearing DF); true if any. */
+static bool skip_handler_prologue(const struct cpu_view *v, struct kvm_regs *regs)
+{
+    uint64_t start = regs->rip;
+    for (int i = 0; i < 8; i++) {
+        ZydisDecodedInstruction in;
+        ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+        const char *why;
+        if (cpu_decode(v, cpu_linear_ip(regs, v->sregs), &in, ops, &why))
+            break;
+        if (in.mnemonic == ZYDIS_MNEMONIC_CLD)
+            regs->rflags &= ~(1ull << 10);
+        else if (in.mnemonic != ZYDIS_MNEMONIC_NOP && in.mnemonic != ZYDIS_MNEMONIC_ENDBR64)
+            break;
+        regs->rip += in.length;
+    }
+    return regs->rip != start;
+}
+
+/* The #PF handler's breakpoint fired: a user-mode SYSCALL to finish, or a page fault. */
+static bool on_pf_breakpoint(struct vcpu *cpu, uint64_t bp, uint64_t pc)
+{
+    if (pc != bp)
+        return false;
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    uint64_t star = 0, lstar = 0, fmask = 0;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0 ||
+        get_msrs(cpu, &star, &lstar, &fmask) < 0)
+        return false;
+    /* The #PF frame: error code, RIP, CS, RFLAGS, RSP, SS. */
+    uint64_t f[6];
+    struct gmem_paging pg;
+    cpu_paging(&sr, &pg);
+    if (gmem_read_linear(&cpu->vm->mem, &pg, regs.rsp, f, sizeof(f)) == GMEM_OK &&
+        f[1] == lstar && (f[2] & 3) == 3) {
+        uint16_t kcs = (uint16_t)(star >> 32) & 0xfffc;
+        flat64(&sr.cs, kcs, true, 0);
+        flat64(&sr.ss, kcs + 8, false, 0);
+        if (ioctl(cpu->fd, KVM_SET_SREGS, &sr) < 0)
+            return false;
+        regs.rsp = f[4];
+        regs.rip = lstar;
+        /* R11 holds the user's RFLAGS (the host set it, as SYSCALL does; the frame's is not). */
+        regs.rflags = (regs.r11 & ~fmask & ~(1ull << 16)) | 2;
+        if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
+            return false;
+        atomic_fetch_add(&hc_fired[HC_SYSCALL], 1);
+        return true;                /* RIP moved: the breakpoint is behind us */
+    }
+    /*
+     * An ordinary page fault: get past the breakpoint.  The handler starts
+     * with what needs no CPU state but RIP and DF: CLAC and ENDBR patched
+     * into NOPs where the CPU lacks SMAP/IBT, then CLD.  Doing those here
+     * moves RIP off the breakpoint without a single-step, whose exit this
+     * host can lose (a lost one would leave the vCPU stepping into user
+     * mode, where the host reflects the #DB to the guest).
+     */
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    if (skip_handler_prologue(&v, &regs))
+        return ioctl(cpu->fd, KVM_SET_REGS, &regs) == 0;
+    return step_over(cpu);
+}
+
+/* The breakpoint (hits), or the step past it (hits 0). */
+static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
+{
+    (void)ctx;
+    struct hostcompat_vcpu *hc = &arch_vcpu(cpu)->hc;
+    uint64_t bp = hc->pf_bp;
+    const struct kvm_debug_exit_arch *d = &cpu->run->debug.arch;
+    if (!bp)
+        return VCPU_EXIT_PASS;
+    if (!hits)
+        return hc->stepping_over && arm(cpu, bp) ? VCPU_EXIT_DONE : VCPU_EXIT_PASS;
+    return on_pf_breakpoint(cpu, bp, d->pc) ? VCPU_EXIT_DONE : VCPU_EXIT_PASS;
+}
+
+/*
+ * kvm_pvm leaves a vCPU that an interrupt woke from HLT while it was
+ * single-stepped in KVM_MP_STATE_HALTED, though it went on running (seen:
+ * halted at a NOP in pvclock_clocksource_read, IF=0).  Once stepping
+ * stops, KVM blocks it as halted with interrupts off, for good: the other
+ * vCPU's IPIs time out (soft lockup in smp_call_function).  A vCPU that is
+ * really halted sits right after a HLT (F4); any other halted vCPU is made
+ * runnable again.
+ */
+static void after_stepping(struct vcpu *cpu, void *ctx)
+{
+    (void)ctx;
+    struct kvm_mp_state mp;
+    if (ioctl(cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
+        return;
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    uint8_t before[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
+        return;
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    if (cpu_fetch(&v, cpu_linear_ip(&regs, &sr) - 1, before) == 0 || before[0] == 0xf4)
+        return;
+    mp.mp_state = KVM_MP_STATE_RUNNABLE;
+    if (ioctl(cpu->fd, KVM_SET_MP_STATE, &mp) == 0)
+        atomic_fetch_add(&hc_fired[HC_HALT], 1);
+}
+
+/* SYSRETQ (48 0f 07): the host's emulator has none. */
+static bool sysret(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
+{
+    uint64_t star = 0, lstar = 0, fmask = 0;
+    if (get_msrs(cpu, &star, &lstar, &fmask) < 0)
+        return false;
+    uint16_t base = (uint16_t)(star >> 48) & 0xfffc;
+    flat64(&sr->cs, (base + 16) | 3, true, 3);
+    flat64(&sr->ss, (base + 8) | 3, false, 3);
+    regs->rip = regs->rcx;
+    regs->rflags = (regs->r11 & 0x3c7fd7) | 2;
+    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+}
+
+const char *hostcompat_cmdline(void)
+{
+    /*
+     * kvm_pvm (docs/host-compat.md) fails on `lock cmpxchg16b` and on XRSTOR in
+     * FPU init.  KVM_SET_CPUID2 cannot hide CX16/XSAVE there (the guest
+     * sees host CPUID), so the kernel is told not to use them.
+     *
+     * Without XSAVE the kernel saves only x87/SSE state (FXSAVE) at a
+     * context switch, but user mode runs natively and its CPUID and XGETBV
+     * report the host's AVX/AVX-512 and XCR0, so glibc picks AVX-512
+     * string functions whose YMM/ZMM registers the kernel does not
+     * preserve: a task that page-faults inside memcpy and resumes on the
+     * other vCPU stores that vCPU's registers (seen: static busybox's TLS
+     * block copied as zeros, then a segfault reading it).  The kernel hands
+     * NAME=VALUE parameters to init as environment, so every glibc program
+     * below it is told not to use AVX; a GLIBC_TUNABLES in --append comes
+     * later and wins.
+     */
+    if (host_is_pvm())
+        return "clearcpuid=cx16,popcnt,smap,fsgsbase,invpcid,pcid,rdpid,ssse3 noxsave "
+               "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
+               "-AVX512CD,-AVX2,-AVX";
+    return NULL;
+}
+
+static bool soft_interrupt(struct vcpu *cpu, unsigned len, unsigned vector)
+{
+    struct event ev = { .kind = EVENT_SOFT_INT, .vector = (uint8_t)vector, .insn_len = (uint8_t)len };
+    return event_raise(cpu, &ev) == 0;
+}
+
+/* An emulation failure: true if the instruction was completed here. */
+static bool complete(struct vcpu *cpu)
+{
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    uint8_t b[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
+        return false;
+    /* Read through the guest's page tables: the bytes in the exit are not always current. */
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    size_t n = cpu_fetch(&v, cpu_linear_ip(&regs, &sr), b);
+    uint64_t *last = &arch_vcpu(cpu)->hc.retried_rip;
+    bool retried = *last == regs.rip;
+    *last = 0;
+    if (n >= 1 && b[0] == 0xcc) {                   /* int3: #BP, a trap */
+        if (!soft_interrupt(cpu, 1, 3))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_INT3], 1);
+        return true;
+    }
+    if (n >= 3 && b[0] == 0x48 && b[1] == 0x0f && b[2] == 0x07 && (sr.efer & (1u << 10))) {
+        if (!sysret(cpu, &regs, &sr))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_SYSRET], 1);
+        return true;
+    }
+    if (n >= 2 && b[0] == 0xcd) {                   /* int imm8 */
+        if (!soft_interrupt(cpu, 2, b[1]))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_INTN], 1);
+        return true;
+    }
+    if (n >= 1 && b[0] == 0x9b) {
+        /*
+         * fwait: raises #MF only for a pending unmasked x87 exception; the
+         * kernel runs it (fpu__drop) with the x87 state freshly saved or
+         * initialised, where none is pending, so it is a no-op there.
+         */
+        regs.rip += 1;
+        if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
+            return false;
+        atomic_fetch_add(&hc_fired[HC_FWAIT], 1);
+        return true;
+    }
+    /*
+     * None of those is there (any more): another vCPU patched the code
+     * (text_poke_bp replaces an int3 it planted) between the host's fetch
+     * and ours.  Running it again fetches the new bytes, as a CPU could
+     * have; a second failure at the same RIP is a real one.
+     */
+    if (n >= 1 && !retried) {
+        *last = regs.rip;
+        atomic_fetch_add(&hc_fired[HC_RETRY], 1);
+        return true;
+    }
+    if (retried)
+        atomic_fetch_sub(&hc_fired[HC_RETRY], 1);   /* it was not patched away after all */
+    return false;
+}
+
+static enum vcpu_verdict on_internal_error(struct vcpu *cpu, void *ctx)
+{
+    (void)ctx;
+    if (cpu->run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION && complete(cpu))
+        return VCPU_EXIT_DONE;
+    return VCPU_EXIT_PASS;
+}
+
+int hostcompat_install(struct vm *vm)
+{
+    arch_vm(vm)->hostcompat = true;
+    if (vcpu_on_exit(vm, KVM_EXIT_INTERNAL_ERROR, on_internal_error, NULL) < 0 ||
+        vcpu_on_hook(vm, VCPU_HOOK_PRE_RUN, before_run, NULL) < 0 ||
+        debug_on_exit(vm, DEBUG_HOSTCOMPAT, on_debug, NULL) < 0 ||
+        debug_on_step_off(vm, after_stepping, NULL) < 0)
+        return -1;
+    return 0;
+}
+
+void hostcompat_summary(FILE *f)
+{
+    char line[160];
+    size_t n = 0;
+    for (int i = 0; i < HC_COUNT; i++) {
+        unsigned long c = atomic_load(&hc_fired[i]);
+        if (c && n < sizeof(line))
+            n += snprintf(line + n, sizeof(line) - n, "%s%s %s %lu time%s", n ? ", " : "",
+                          hc_name[i], hc_verb[i], c, c == 1 ? "" : "s");
+    }
+    if (n)
+        fprintf(f, "vbts: host-compat: %s\n", line);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host compatibility (docs/host-compat.md): some KVM hosts cannot run a few
+ * instructions a Linux guest executes at CPL0 (kvm_pvm emulates CPL0 code
+ * and fails on them with KVM_EXIT_INTERNAL_ERROR, "emulation failure").
+ * vbts works around them in two ways, only on such hosts:
+ *  - kernel command line options that keep the kernel off an instruction
+ *    (clearcpuid=cx16, noxsave): hostcompat_cmdline();
+ *  - completing the failed instruction as the CPU would (int3, int n: the
+ *    guest's own handler runs): hostcompat_complete(), called on the
+ *    emulation failure, which counts what it did for hostcompat_summary();
+ *  - the SYSCALL breakpoint (user-mode SYSCALL never reaches CPL0 there)
+ *    and a halted state the host leaves behind single-stepping.
+ */
+#ifndef VBTS_X86_HOSTCOMPAT_H
+#define VBTS_X86_HOSTCOMPAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct vm;
+
+/* What host-compat keeps per vCPU (x86/arch.h). */
+struct hostcompat_vcpu {
+    uint64_t retried_rip;       /* RIP last retried, so that a real failure is not retried forever */
+    uint64_t pf_bp;             /* the #PF handler the SYSCALL breakpoint watches, 0 if none yet */
+    bool stepping_over;         /* one single-step past that breakpoint */
+};
+
+/* Options this host needs on a Linux command line, or NULL if none. */
+const char *hostcompat_cmdline(void);
+
+/*
+ * Registers host-compat's handlers on a Linux guest's VM: emulation
+ * failures it can complete, the SYSCALL breakpoint (armed before a
+ * KVM_RUN once the kernel has set LSTAR; it yields to single-stepping,
+ * x86/debug.c), and the stale-halt repair when stepping ends.
+ */
+int hostcompat_install(struct vm *vm);
+
+/* "vbts: host-compat: int3 emulated 3 times" on `f`, if any handler fired. */
+void hostcompat_summary(FILE *f);
+
+#endif

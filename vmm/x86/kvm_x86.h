@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* KVM on x86: the VM and vCPUs as a PC, and the CPU states guests start in. */
+#ifndef VBTS_X86_KVM_X86_H
+#define VBTS_X86_KVM_X86_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vm;
+struct vcpu;
+
+struct kvm_x86_config {
+    bool irqchip;               /* in-kernel PIC, I/O APIC, local APICs and PIT */
+    bool ds_cpuid;              /* CPUID announces DS/DTES64 (guest BTS) */
+};
+
+/* The VM, its RAM and ncpus vCPUs with CPUID; the x86 state in vm->arch. */
+int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int ncpus,
+                   const struct kvm_x86_config *c);
+void kvm_x86_destroy(struct vm *vm);
+
+/* 32-bit protected mode, flat segments, paging off: the multiboot entry state. */
+int kvm_x86_enter_protected32(struct vcpu *cpu, uint32_t eip, uint32_t eax, uint32_t ebx);
+
+/* 64-bit mode with paging, a GDT of the caller's, RSI set: Linux's 64-bit entry. */
+struct kvm_x86_long64 {
+    uint64_t rip, rsi, cr3, gdt_base;
+    uint16_t gdt_limit, cs, ds;
+};
+int kvm_x86_enter_long64(struct vcpu *cpu, const struct kvm_x86_long64 *e);
+
+/* Set the level of an in-kernel irqchip input (ISA IRQ / GSI). */
+int kvm_x86_irq_line(struct vm *vm, int irq, int level);
+
+#endif

@@ -28,7 +28,7 @@ BTS_BIN   := $(BTS_SRC:guest-stub/bts/%.asm=$(BUILD)/guest-stub/bts/%.bin)
 
 all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
 
-stubs: $(STUB_BIN) $(BTS_BIN)
+stubs: $(STUB_BIN) $(BTS_BIN) $(BUILD)/guest-stub/linux/yield
 
 HEADERS   := $(shell find include vmm decoder -name '*.h')
 
@@ -63,6 +63,11 @@ $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
 $(BUILD)/guest-stub/bts/%.bin: guest-stub/bts/%.asm guest-stub/bts/bts.inc $(STUB_INC)
 	@mkdir -p $(dir $@)
 	$(NASM) -f bin -Iguest-stub/include/ -Iguest-stub/bts/ -DMAPFILE='"$(@:.bin=.map)"' -o $@ $<
+
+# A static init for whole-system Linux traces (tests/e2e/linux_trace.t).
+$(BUILD)/guest-stub/linux/yield: guest-stub/linux/yield.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -static -o $@ $<
 
 deps:
 	@tests/deps.sh
@@ -99,7 +104,9 @@ lab: deps
 # Benchmarks print ratios measured side by side in one run (bench/*.sh).
 bench: deps
 	$(MAKE) all
-	@for b in bench/*.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
+	@for b in bench/*.sh; do echo "== $$b (this machine's KVM)"; BUILD=$(BUILD) $$b || exit 1; done
+	@echo "== bench/tracer.sh in the lab (stock kvm_amd, nested SVM under QEMU TCG)"
+	@scripts/lab.sh setup >/dev/null && scripts/lab.sh run env BUILD=$(BUILD) BENCH_QEMU=0 bench/tracer.sh
 
 $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf

@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -62,6 +63,33 @@ static int by_addr(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/*
+ * A Linux map lists per-CPU variables at their offsets in the per-CPU area
+ * (__per_cpu_start 0 .. __per_cpu_end): not addresses.  Kept, the last of
+ * them would name every user-mode address up to the kernel's text.
+ */
+static void drop_per_cpu(struct vbts_symtab *s)
+{
+    uint64_t start = 0, end = 0;
+    bool have_end = false;
+    for (size_t i = 0; i < s->n; i++) {
+        const char *name = s->names + s->sym[i].name;
+        if (!strcmp(name, "__per_cpu_start"))
+            start = s->sym[i].addr;
+        else if (!strcmp(name, "__per_cpu_end")) {
+            end = s->sym[i].addr;
+            have_end = true;
+        }
+    }
+    if (!have_end || start > end)
+        return;
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->sym[i].addr < start || s->sym[i].addr > end)
+            s->sym[kept++] = s->sym[i];
+    s->n = kept;
+}
+
 /* "ffffffff81000000 T _stext" per line; absolute ('a') symbols name no code. */
 static int load_text(struct vbts_symtab *s, FILE *f, const char *path, char *err, size_t errlen)
 {
@@ -114,6 +142,7 @@ static int load_text(struct vbts_symtab *s, FILE *f, const char *path, char *err
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    drop_per_cpu(s);
     return 0;
 }
 

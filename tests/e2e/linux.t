@@ -58,7 +58,10 @@ else
     diag "status $rc"; diag_file "$TMP/start.out" 5; diag_file "$TMP/start.err" 5
 fi
 
-linux_run cpu1 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
+# More boots where a boot takes seconds (the lab); where CPL0 code is
+# emulated (minutes a boot) the traced 2-vCPU boot guards host-compat alone.
+case $VBTS_HOST in lab/*) more=1 ;; *) more=${VBTS_LINUX_BOOT:-0} ;; esac
+[ "$more" = 1 ] && linux_run cpu1 1 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
 # Side by side, 2 vCPUs: a window of 50,000 branches from sched_init_smp
 # (nokaslr: the symbols of System.map are where the kernel runs), then on,
 # untraced, to the marker.  The initramfs is the user's own: the test's,
@@ -71,8 +74,12 @@ chmod 0755 "$TMP/my/my-init"
 linux_run smp 2 --initrd "$TMP/my.cpio" --append "$LINUX_APPEND nokaslr rdinit=/my-init VBTS_MY=hello-from-append" \
     --symbols "$LINUX_MAP" --trace-start sched_init_smp --max-branches 50000 --verify-flow --trace "$TMP/smp.vbts"
 
-linux_wait cpu1
-marker cpu1 1
+if [ "$more" = 1 ]; then
+    linux_wait cpu1
+    marker cpu1 1
+else
+    skip "Linux --cpus 1 boot to its marker" "a boot takes minutes on $VBTS_HOST (VBTS_LINUX_BOOT=1 runs it; the lab always does)"
+fi
 linux_wait smp
 marker smp 2
 if tr -d '\r' <"$TMP/smp.out" | grep -qx "MY-INIT says hello-from-append"; then
@@ -84,7 +91,7 @@ check_linux_window smp 2 sched_init_smp "$rc"
 n1=$(grep -c '^{"cpu":1,.*"from"' "$TMP/smp.json")
 [ "$n1" -gt 0 ] && ok "smp: vCPU 1 has its own branch records ($n1)" || not_ok "smp: vCPU 1 has branch records"
 
-if [ "${VBTS_LINUX_BOOT:-0}" = 1 ]; then
+if [ "$more" = 1 ]; then
     # Side by side again: an untraced 2-vCPU boot, and a kernel that finds
     # no init in the initramfs, panics and reboots (panic=-1): status 2.
     linux_run cpu2 2 --initrd "$LINUX_INITRD" --append "$LINUX_APPEND"
@@ -99,8 +106,8 @@ if [ "${VBTS_LINUX_BOOT:-0}" = 1 ]; then
         diag "status $rc after ${secs}s"; diag_file "$TMP/panic.out" 10; diag_file "$TMP/panic.err" 5
     fi
 else
-    skip "Linux --cpus 2 untraced boot to its marker" "set VBTS_LINUX_BOOT=1 (one more full boot)"
-    skip "Linux panic=-1 ends with status 2" "set VBTS_LINUX_BOOT=1 (one more full boot)"
+    skip "Linux --cpus 2 untraced boot to its marker" "a boot takes minutes on $VBTS_HOST (VBTS_LINUX_BOOT=1 runs it; the lab always does)"
+    skip "Linux panic=-1 ends with status 2" "a boot takes minutes on $VBTS_HOST (VBTS_LINUX_BOOT=1 runs it; the lab always does)"
 fi
 
 plan "$TAP_N"

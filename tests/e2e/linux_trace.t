@@ -6,6 +6,10 @@
 # --verify-flow with 0 violations.  --stop-after-trace ends the run when
 # the window closes, so no full boot is needed.  The 2-vCPU window runs
 # inside linux.t's 2-vCPU boot.
+#
+# Where the host steps user mode: whole-system windows (--cpl all) from a
+# system call, through the return to user mode and context switches, and
+# one process alone (--cr3 start).
 #   VBTS_LINUX=0        skip
 . "$(dirname "$0")/tap.sh"
 cd "$ROOT"
@@ -13,12 +17,93 @@ linux_guest_or_skip "Linux trace windows" symbols
 # nokaslr: the symbols of System.map are where the kernel runs.
 APPEND="console=ttyS0 panic=-1 nokaslr quiet"
 
+# Whole-system windows need CPL3 stepping.  The init is a static program
+# (guest-stub/linux/yield.c): two processes asking uname(2) and yielding.
+YIELD=$STUBS/linux/yield
+USER_APPEND="$APPEND rdinit=/yield"
+case $VBTS_HOST in
+kvm_pvm) user_skip="cannot trace CPL3 code on this host (kvm_pvm does not single-step user mode)" ;;
+*) user_skip= ;;
+esac
+if [ -z "$user_skip" ]; then
+    mkdir -p "$TMP/y"
+    cp "$YIELD" "$TMP/y/yield"
+    { cat "$LINUX_INITRD"; (cd "$TMP/y" && echo yield | cpio -o -H newc --quiet -R 0:0 | gzip -9); } >"$TMP/yield.cpio"
+    for run in syscall:10000 syscall_cr3:3000; do
+        name=${run%:*} n=${run#*:}
+        extra=
+        [ "$name" = syscall_cr3 ] && extra="--cr3 start"
+        # shellcheck disable=SC2086
+        linux_run "$name" 1 --initrd "$TMP/yield.cpio" --append "$USER_APPEND" --symbols "$LINUX_MAP" \
+            --trace-start __x64_sys_newuname --cpl all --max-branches "$n" --verify-flow \
+            --stop-after-trace $extra --trace "$TMP/$name.vbts"
+    done
+fi
+
 linux_run start_kernel 1 --initrd "$LINUX_INITRD" --append "$APPEND" --symbols "$LINUX_MAP" \
     --trace-start start_kernel --max-branches 50000 --verify-flow --stop-after-trace \
     --trace "$TMP/start_kernel.vbts"
 linux_wait start_kernel
 check_linux_window start_kernel 1 start_kernel "$rc"
 diag "start_kernel window: ${secs}s"
+
+# user_window NAME N: a --cpl all window of N branches from the kernel's
+# uname(2): status 0, N records, 0 flow violations, decoded with symbols.
+user_window() {
+    local name=$1 n=$2 drc=0
+    linux_wait "$name"
+    "$VBTS_DECODE" --format json --symbols "$LINUX_MAP" "$TMP/$name.vbts" >"$TMP/$name.json" 2>"$TMP/$name.derr" || drc=$?
+    local got
+    got=$(grep -c '"from"' "$TMP/$name.json")
+    if [ "$rc" = 0 ] && [ $drc = 0 ] && [ "$got" = "$n" ] &&
+       grep -qx "vbts: verify-flow: $n records checked, 0 violations" "$TMP/$name.err"; then
+        ok "$name: $n branch records from __x64_sys_newuname, 0 flow violations (${secs}s)"
+    else
+        not_ok "$name: $n branch records, 0 flow violations"
+        diag "status $rc, decode $drc, $got records"; diag_file "$TMP/$name.err"; diag_file "$TMP/$name.out" 5
+    fi
+}
+# In JSON order: each branch record with the CR3 it was taken in.
+with_cr3() {
+    awk -F'"' '/"kind":"ctx-arrive"/ {for (i = 1; i < NF; i++) if ($i == "cr3") cr3 = $(i + 2)}
+               /"from"/ {for (i = 1; i < NF; i++) { if ($i == "from") f = $(i + 2); if ($i == "to") t = $(i + 2); if ($i == "kind" && $(i + 2) != "") k = $(i + 2) }
+                         print cr3, f, t, k}' "$1"
+}
+user() { awk '{ a = $2; sub(/^0x/, "", a); if (length(a) < 16 || a !~ /^ffff/) n++ } END { print n + 0 }'; }
+
+if [ -n "$user_skip" ]; then
+    skip "syscall: --cpl all window from __x64_sys_newuname" "$user_skip"
+    skip "syscall: --cr3 start isolates one process" "$user_skip"
+else
+    user_window syscall 10000
+    with_cr3 "$TMP/syscall.json" >"$TMP/syscall.rec"
+    first=$(head -n 1 "$TMP/syscall.rec")
+    back=$(awk '$4 == "syscall" { a = $3; sub(/^0x/, "", a); if (a !~ /^ffff/) { print; exit } }' "$TMP/syscall.rec")
+    nuser=$(user <"$TMP/syscall.rec")
+    ncr3=$(awk '{print $1}' "$TMP/syscall.rec" | sort -u | wc -l)
+    departs=$(grep -c '"kind":"ctx-depart"' "$TMP/syscall.json")
+
+    if grep -q '"from_sym":"__x64_sys_newuname+0x[0-9a-f]*"' <<<"$(grep -m 1 '"from"' "$TMP/syscall.json")" &&
+       [ -n "$back" ] && [ "$nuser" -ge 20 ] && [ "$ncr3" -ge 2 ] && [ "$departs" -ge 2 ]; then
+        ok "syscall: kernel path, return to user mode, $nuser user-mode branches, $departs context switches between $ncr3 address spaces"
+    else
+        not_ok "syscall: kernel path, return to user, user-mode branches, context switches"
+        diag "first: $first" "return to user: ${back:-none}" "user-mode records: $nuser" "address spaces: $ncr3, departures: $departs"
+    fi
+
+    user_window syscall_cr3 3000
+    with_cr3 "$TMP/syscall_cr3.json" >"$TMP/syscall_cr3.rec"
+    mine=$(grep -m 1 '"kind":"ctx-arrive"' "$TMP/syscall_cr3.json" | sed 's/.*"cr3":"\([0-9a-fx]*\)".*/\1/')
+    others=$(grep '"kind":"ctx-arrive"' "$TMP/syscall_cr3.json" | grep -vc "\"cr3\":\"$mine\"")
+    strays=$(awk -v m="$mine" '$1 != m' "$TMP/syscall_cr3.rec" | wc -l)
+    nuser=$(user <"$TMP/syscall_cr3.rec")
+    if [ -n "$mine" ] && [ "$others" -ge 1 ] && [ "$strays" = 0 ] && [ "$nuser" -ge 1 ]; then
+        ok "syscall_cr3: --cr3 start: every record in $mine (the caller's), none while another process ran ($others arrivals), $nuser in user mode"
+    else
+        not_ok "syscall_cr3: --cr3 start isolates one process"
+        diag "start cr3 ${mine:-none}, other arrivals $others, records elsewhere $strays, user-mode $nuser"
+    fi
+fi
 
 plan "$TAP_N"
 exit $((TAP_FAILED > 0))

@@ -87,8 +87,16 @@ if [ "$(cat "$T/out")" = "hello from the guest: console=ttyS0 x=1" ]; then
 else
     fail "COM1 output and --append reach stdout" "got: $(cat "$T/out")"
 fi
-run "triple fault: status 2 and where" 2 \
-    "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin"
+# kvm_amd resets the vCPU before it reports the shutdown: where is lost there.
+case $VBTS_HOST in
+*kvm_amd)
+    run "triple fault: status 2, and why where is unknown" 2 \
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \
+        -- "$T/triple.bin" ;;
+*)
+    run "triple fault: status 2 and where" 2 \
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin" ;;
+esac
 run "missing image" 125 "vbts: cannot open $T/nope.bin: No such file or directory" -- "$T/nope.bin"
 run "not a multiboot image" 125 \
     "vbts: $T/text.bin: not a multiboot image (no multiboot header in the first 8192 bytes)" -- "$T/text.bin"

@@ -37,7 +37,9 @@ image "$TMP/spin.bin" 100000000
 S=$TMP/s.sock
 wait_sock() { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
 # vbts in the background: BG_PID; its stderr in $TMP/bg.err
-bg() { timeout -k 5 60 "$VBTS" "$@" >"$TMP/bg.out" 2>"$TMP/bg.err" </dev/null & BG_PID=$!; }
+# (A socket file left by an earlier step would let wait_sock return before
+# the new monitor replaces it: gone first.)
+bg() { rm -f "$S"; timeout -k 5 60 "$VBTS" "$@" >"$TMP/bg.out" 2>"$TMP/bg.err" </dev/null & BG_PID=$!; }
 bg_wait() { wait "$BG_PID"; BG_STATUS=$?; }
 json() { "$VBTS_DECODE" --format json "$1"; }
 nrec() { json "$1" | grep -c .; }
@@ -220,7 +222,9 @@ fi
 # the whole trace: streaming clients do not consume it, so each one gets it
 # all whenever it connects (in block mode a client that connects later starts
 # at what the earlier ones have not taken yet).
-bg -q --trace "$TMP/m.vbts" --trace "unix:$S" --overflow wrap --linger 5 "$TMP/g.bin"
+# The linger is long because a client may take seconds to start in the
+# lab; CLEAR ends the monitor once they are done.
+bg -q --trace "$TMP/m.vbts" --trace "unix:$S" --overflow wrap --linger 45 "$TMP/g.bin"
 wait_sock "$S"
 python3 - "$S" <<'PY' &
 import socket, sys
@@ -232,15 +236,16 @@ g.sendall(b"GET / HTTP/1.0\r\n\r\n")
 g.recv(1000)
 g.close()
 PY
+p0=$!
 python3 "$TMP/raw.py" "unix:$S" "$TMP/m1.sock" 0.002 4000 &
 p1=$!
 "$CTL" "unix:$S" stream >"$TMP/m2.sock" &
 p2=$!
 "$VBTS_DECODE" --format json "unix:$S" >"$TMP/m3.json" &
 p3=$!
-wait $p1 $p2 $p3
+wait $p0 $p1 $p2 $p3
+"$CTL" "unix:$S" clear >/dev/null
 bg_wait
-wait
 json "$TMP/m.vbts" >"$TMP/m.json"
 if cmp -s "$TMP/m.vbts" "$TMP/m1.sock" && cmp -s "$TMP/m.vbts" "$TMP/m2.sock" &&
    cmp -s "$TMP/m.json" "$TMP/m3.json" && [ "$BG_STATUS" = 1 ]; then

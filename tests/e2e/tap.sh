@@ -145,6 +145,10 @@ linux_guest_or_skip() {
 # linux_run NAME CPUS [vbts args...]: the monitor on Debian's kernel with
 # CPUS vCPUs and 256 MiB, in the background, bounded by LINUX_TIMEOUT;
 # output in $TMP/NAME.{out,err}.  linux_wait NAME then sets rc and secs.
+#
+# In the lab the runs go one after another: it has one vCPU (two are not
+# reliable under QEMU's multi-threaded TCG, docs/host-compat.md), and a
+# boot there takes seconds anyway.
 linux_run() {
     local name=$1 cpus=$2
     shift 2
@@ -155,6 +159,7 @@ linux_run() {
         [ "$st" = 124 ] && echo "(killed after ${LINUX_TIMEOUT}s)" >>"$TMP/$name.err"
         echo "$st $((SECONDS - t0))" >"$TMP/$name.rc"
     ) &
+    case $VBTS_HOST in lab/*) wait $! ;; esac
 }
 linux_wait() {
     while [ ! -s "$TMP/$1.rc" ]; do sleep 1; done

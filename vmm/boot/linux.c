@@ -109,7 +109,7 @@ static void build_gdt(struct gmem *mem, struct linux_boot *lb)
  * end out.  -1: not a vmlinux we can enter; -2: it does not fit (error set).
  */
 static int load_vmlinux(struct gmem *mem, const uint8_t *elf, size_t len, uint64_t *entry,
-                        uint64_t *end)
+                        uint64_t *end, struct linux_boot *lb)
 {
     Elf64_Ehdr eh;
     if (len < sizeof(eh))
@@ -137,6 +137,9 @@ static int load_vmlinux(struct gmem *mem, const uint8_t *elf, size_t len, uint64
         }
         memcpy(dst, elf + ph.p_offset, ph.p_filesz);
         memset(dst + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
+        if ((ph.p_flags & PF_X) && lb->ncode < LINUX_MAX_CODE &&
+            ph.p_vaddr + ph.p_memsz >= ph.p_vaddr)
+            lb->code[lb->ncode++] = (struct linux_code){ ph.p_vaddr, ph.p_paddr, ph.p_memsz };
         if (ph.p_paddr + ph.p_memsz > *end)
             *end = ph.p_paddr + ph.p_memsz;
         /* e_entry is startup_64's physical address (ENTRY(phys_startup_64)). */
@@ -153,7 +156,7 @@ static int load_vmlinux(struct gmem *mem, const uint8_t *elf, size_t len, uint64
  * not a vmlinux, use the decompressor; -1: an error worth stopping for.
  */
 static int unpack_on_host(struct gmem *mem, const uint8_t *image, size_t size, size_t kernel_off,
-                          uint64_t *entry, uint64_t *end)
+                          uint64_t *entry, uint64_t *end, struct linux_boot *lb)
 {
     uint32_t poff = vbts_le32(image + HDR_PAYLOAD_OFFSET), plen = vbts_le32(image + HDR_PAYLOAD_LENGTH);
     uint32_t init_size = vbts_le32(image + HDR_INIT_SIZE);
@@ -170,7 +173,7 @@ static int unpack_on_host(struct gmem *mem, const uint8_t *image, size_t size, s
     if (!out)
         return error_fail("cannot allocate %u bytes to unpack the kernel", out_size);
     long got = lz4_legacy_decompress(payload, plen - 4, out, out_size);
-    int r = got > 0 ? load_vmlinux(mem, out, (size_t)got, entry, end) : -1;
+    int r = got > 0 ? load_vmlinux(mem, out, (size_t)got, entry, end, lb) : -1;
     free(out);
     return r == 0 ? 1 : r == -2 ? -1 : 0;
 }
@@ -204,7 +207,7 @@ static int check_header(const uint8_t *image, size_t size, uint16_t *version, si
  * 0 if not, -1 with the error set.
  */
 static int place_kernel(struct gmem *mem, const uint8_t *image, size_t size, size_t kernel_off,
-                        uint64_t *entry, uint64_t *kernel_end)
+                        uint64_t *entry, uint64_t *kernel_end, struct linux_boot *lb)
 {
     size_t kernel_size = size - kernel_off;
     uint64_t low = gmem_low_size(mem);
@@ -213,20 +216,26 @@ static int place_kernel(struct gmem *mem, const uint8_t *image, size_t size, siz
                           "larger --memory", kernel_size);
     *entry = LINUX_KERNEL_ADDR + 0x200;
     *kernel_end = 0;
-    int unpacked = unpack_on_host(mem, image, size, kernel_off, entry, kernel_end);
+    int unpacked = unpack_on_host(mem, image, size, kernel_off, entry, kernel_end, lb);
     if (unpacked)
         return unpacked;
     /* The decompressor unpacks to pref_address and needs init_size bytes there. */
     uint64_t pref = vbts_le64(image + HDR_PREF_ADDRESS);
     uint64_t init_size = vbts_le32(image + HDR_INIT_SIZE);
-    *kernel_end = (pref > LINUX_KERNEL_ADDR ? pref : LINUX_KERNEL_ADDR) + init_size;
+    uint64_t at = pref > LINUX_KERNEL_ADDR ? pref : LINUX_KERNEL_ADDR;
+    /* pref_address is the image's word: compare without adding, so that nothing wraps. */
+    if (at > low || init_size > low - at)
+        return error_fail("the kernel needs RAM from 0x%llx for 0x%llx bytes to decompress; "
+                          "--memory gives 0x%llx (use a larger --memory)",
+                          (unsigned long long)at, (unsigned long long)init_size,
+                          (unsigned long long)low);
+    *kernel_end = at + init_size;
     if (*kernel_end < LINUX_KERNEL_ADDR + kernel_size)
         *kernel_end = LINUX_KERNEL_ADDR + kernel_size;
-    if (*kernel_end > low)
-        return error_fail("the kernel needs RAM up to 0x%llx to decompress; --memory gives "
-                          "0x%llx (use a larger --memory)", (unsigned long long)*kernel_end,
-                          (unsigned long long)low);
     memcpy(gmem_ptr(mem, LINUX_KERNEL_ADDR, kernel_size), image + kernel_off, kernel_size);
+    /* The decompressed kernel runs at __START_KERNEL_map + its physical address. */
+    lb->code[0] = (struct linux_code){ LINUX_START_KERNEL_MAP + at, at, init_size };
+    lb->ncode = init_size ? 1 : 0;
     return 0;
 }
 
@@ -261,7 +270,7 @@ int linux_load(struct gmem *mem, const uint8_t *image, size_t size,
     if (check_header(image, size, &version, &kernel_off, &hdr_end) < 0)
         return -1;
     uint64_t entry = 0, kernel_end = 0;
-    int unpacked = place_kernel(mem, image, size, kernel_off, &entry, &kernel_end);
+    int unpacked = place_kernel(mem, image, size, kernel_off, &entry, &kernel_end, lb);
     if (unpacked < 0)
         return -1;
 

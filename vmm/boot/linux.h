@@ -26,6 +26,13 @@
 #define LINUX_BOOT_CS 0x10                /* __BOOT_CS: the kernel expects these */
 #define LINUX_BOOT_DS 0x18
 
+/* Kernel code as it will run: linear [lin, lin+len) from guest-physical gpa. */
+struct linux_code {
+    uint64_t lin, gpa, len;
+};
+#define LINUX_MAX_CODE 8
+#define LINUX_START_KERNEL_MAP 0xffffffff80000000ull  /* x86-64 kernel text: phys + this */
+
 struct linux_boot {
     uint64_t entry;         /* RIP: the 64-bit entry, kernel + 0x200, or vmlinux's startup_64 */
     bool unpacked;          /* the payload was unpacked on the host (LZ4) */
@@ -35,6 +42,8 @@ struct linux_boot {
     uint16_t gdt_limit;
     uint16_t protocol;      /* boot protocol version, e.g. 0x020f */
     uint64_t initrd_addr, initrd_size;
+    struct linux_code code[LINUX_MAX_CODE];
+    int ncode;
 };
 
 /* True if the image carries a bzImage setup header ("HdrS", boot flag 0xaa55). */

@@ -49,7 +49,8 @@ static const char usage[] =
     "      --trace-stop ADDR|SYMBOL   end the trace when a vCPU gets there\n"
     "      --max-branches N  end the trace after N branch records (all vCPUs)\n"
     "      --cpl kernel|user|all  record branches taken at CPL0, CPL>0, or both\n"
-    "      --cr3 VALUE       record only while CR3 holds this page-table base\n"
+    "      --cr3 VALUE|start record only while CR3 holds this page-table base (start:\n"
+    "                        the one of the vCPU that reached --trace-start)\n"
     "      --verify-flow     check every record against straight-line code; count violations\n"
     "      --stop-after-trace  end the run (status 0) when the trace window closes\n"
     "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
@@ -261,7 +262,7 @@ int main(int argc, char **argv)
     struct trace_options to = {
         .trace = r.o.trace != NULL, .symbols = r.o.symbols, .start = r.o.trace_start,
         .stop = r.o.trace_stop, .max_branches = r.o.max_branches, .cpl = r.o.cpl,
-        .have_cr3 = r.o.have_cr3, .cr3 = r.o.cr3, .verify_flow = r.o.verify_flow,
+        .have_cr3 = r.o.have_cr3, .cr3_start = r.o.cr3_start, .cr3 = r.o.cr3, .verify_flow = r.o.verify_flow,
         .stop_after = r.o.stop_after_trace,
     };
     if (trace_config_build(&r.tcfg, &to) < 0)

@@ -101,8 +101,10 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             }
             break;
         case OPT_CR3:
-            if (parse_u64(optarg, &o->cr3) < 0) {
-                snprintf(err, errlen, "--cr3: '%s' is not a number", optarg);
+            if (!strcmp(optarg, "start")) {
+                o->cr3_start = true;
+            } else if (parse_u64(optarg, &o->cr3) < 0) {
+                snprintf(err, errlen, "--cr3: '%s' is not a number or start", optarg);
                 return OPT_ERROR;
             }
             o->have_cr3 = true;

@@ -27,6 +27,7 @@ struct vbts_options {
     uint64_t max_branches;
     int cpl;                    /* enum trace_cpl */
     bool have_cr3;
+    bool cr3_start;             /* --cr3 start */
     uint64_t cr3;
     bool verify_flow;
     bool stop_after_trace;      /* end the run when the trace window closes */

@@ -49,9 +49,27 @@ void *gmem_ptr(const struct gmem *m, uint64_t gpa, uint64_t len)
 #define CR4_PAE    (1ull << 5)
 #define CR4_LA57   (1ull << 12)
 #define EFER_LMA   (1ull << 10)
+#define EFER_NXE   (1ull << 11)
 #define PTE_P      1ull
+#define PTE_RW     (1ull << 1)
+#define PTE_US     (1ull << 2)
+#define PTE_A      (1ull << 5)
+#define PTE_D      (1ull << 6)
 #define PTE_PS     (1ull << 7)
+#define PTE_XD     (1ull << 63)
 #define ADDR_MASK  0x000ffffffffff000ull
+
+/* A level's entry narrows what the mapping allows. */
+static void narrow(struct gmem_access *a, uint64_t e, bool nx)
+{
+    a->write &= (e & PTE_RW) != 0;
+    a->user &= (e & PTE_US) != 0;
+    if (nx && (e & PTE_XD))
+        a->exec = false;
+}
+
+/* What a walk for the guest's own access sets in the entries: nothing, A, or A and D at the leaf. */
+enum mark { MARK_NONE, MARK_A, MARK_AD };
 
 static enum gmem_xlate read_entry(const struct gmem *m, uint64_t gpa, size_t size, uint64_t *e)
 {
@@ -68,18 +86,37 @@ static enum gmem_xlate read_entry(const struct gmem *m, uint64_t gpa, size_t siz
     return (*e & PTE_P) ? GMEM_OK : GMEM_NOT_PRESENT;
 }
 
+/* As the CPU does, atomically: other vCPUs walk and change the same tables. */
+static void mark_entry(const struct gmem *m, uint64_t gpa, size_t size, enum mark mk, bool leaf)
+{
+    if (mk == MARK_NONE)
+        return;
+    uint64_t bits = PTE_A | (mk == MARK_AD && leaf ? PTE_D : 0);
+    void *p = gmem_ptr(m, gpa, size);
+    if (!p)
+        return;
+    if (size == 4)
+        __atomic_fetch_or((uint32_t *)p, (uint32_t)bits, __ATOMIC_SEQ_CST);
+    else
+        __atomic_fetch_or((uint64_t *)p, bits, __ATOMIC_SEQ_CST);
+}
+
 /* Walk 64-bit-entry tables from `table`, `levels` deep, 9 index bits each. */
 static enum gmem_xlate walk64(const struct gmem *m, uint64_t table, int levels,
-                              uint64_t lin, uint64_t *gpa)
+                              uint64_t lin, uint64_t *gpa, struct gmem_access *a, bool nx,
+                              enum mark mk)
 {
     for (int level = levels; level >= 1; level--) {
         int shift = 12 + 9 * (level - 1);
-        uint64_t e;
-        enum gmem_xlate r = read_entry(m, table + ((lin >> shift) & 0x1ff) * 8, 8, &e);
+        uint64_t e, at = table + ((lin >> shift) & 0x1ff) * 8;
+        enum gmem_xlate r = read_entry(m, at, 8, &e);
         if (r != GMEM_OK)
             return r;
+        narrow(a, e, nx);
         /* Large pages exist at the 1 GiB and 2 MiB levels. */
-        if (level <= 3 && level >= 2 && (e & PTE_PS)) {
+        bool large = level <= 3 && level >= 2 && (e & PTE_PS);
+        mark_entry(m, at, 8, mk, large || level == 1);
+        if (large) {
             uint64_t page_mask = (1ull << shift) - 1;
             *gpa = ((e & ADDR_MASK) & ~page_mask) | (lin & page_mask);
             return GMEM_OK;
@@ -90,42 +127,71 @@ static enum gmem_xlate walk64(const struct gmem *m, uint64_t table, int levels,
     return GMEM_OK;
 }
 
-enum gmem_xlate gmem_translate(const struct gmem *m, const struct gmem_paging *pg,
-                               uint64_t lin, uint64_t *gpa)
+static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                            uint64_t *gpa, struct gmem_access *a, enum mark mk)
 {
+    *a = (struct gmem_access){ .write = true, .user = true, .exec = true };
     if (!(pg->cr0 & CR0_PG)) {
         *gpa = (pg->efer & EFER_LMA) ? lin : (uint32_t)lin;
         return GMEM_OK;
     }
+    bool nx = pg->efer & EFER_NXE;
     if (pg->efer & EFER_LMA) {
         int bits = (pg->cr4 & CR4_LA57) ? 57 : 48;
         int64_t s = (int64_t)(lin << (64 - bits)) >> (64 - bits);
         if ((uint64_t)s != lin)
             return GMEM_NON_CANONICAL;
-        return walk64(m, pg->cr3 & ADDR_MASK, (pg->cr4 & CR4_LA57) ? 5 : 4, lin, gpa);
+        return walk64(m, pg->cr3 & ADDR_MASK, (pg->cr4 & CR4_LA57) ? 5 : 4, lin, gpa, a, nx, mk);
     }
     lin = (uint32_t)lin;
     if (pg->cr4 & CR4_PAE) {
+        /* PAE's PDPTEs carry no access bits (they are reserved there). */
         uint64_t pdpte;
         enum gmem_xlate r = read_entry(m, (pg->cr3 & 0xffffffe0u) + (lin >> 30) * 8, 8, &pdpte);
         if (r != GMEM_OK)
             return r;
-        return walk64(m, pdpte & ADDR_MASK, 2, lin, gpa);
+        return walk64(m, pdpte & ADDR_MASK, 2, lin, gpa, a, nx, mk);
     }
-    uint64_t pde, pte;
-    enum gmem_xlate r = read_entry(m, (pg->cr3 & 0xfffff000u) + (lin >> 22) * 4, 4, &pde);
+    uint64_t pde, pte, at = (pg->cr3 & 0xfffff000u) + (lin >> 22) * 4;
+    enum gmem_xlate r = read_entry(m, at, 4, &pde);
     if (r != GMEM_OK)
         return r;
-    if ((pg->cr4 & CR4_PSE) && (pde & PTE_PS)) {
+    narrow(a, pde, false);
+    bool large = (pg->cr4 & CR4_PSE) && (pde & PTE_PS);
+    mark_entry(m, at, 4, mk, large);
+    if (large) {
         /* PSE-36: PDE bits 13..20 are physical address bits 32..39. */
         *gpa = (pde & 0xffc00000u) | ((pde >> 13) & 0xffull) << 32 | (lin & 0x3fffff);
         return GMEM_OK;
     }
-    r = read_entry(m, (pde & 0xfffff000u) + ((lin >> 12) & 0x3ff) * 4, 4, &pte);
+    at = (pde & 0xfffff000u) + ((lin >> 12) & 0x3ff) * 4;
+    r = read_entry(m, at, 4, &pte);
     if (r != GMEM_OK)
         return r;
+    narrow(a, pte, false);
+    mark_entry(m, at, 4, mk, true);
     *gpa = (pte & 0xfffff000u) | (lin & 0xfff);
     return GMEM_OK;
+}
+
+enum gmem_xlate gmem_walk(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                          uint64_t *gpa, struct gmem_access *a)
+{
+    return walk(m, pg, lin, gpa, a, MARK_NONE);
+}
+
+enum gmem_xlate gmem_walk_mark(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                               bool write, uint64_t *gpa)
+{
+    struct gmem_access a;
+    return walk(m, pg, lin, gpa, &a, write ? MARK_AD : MARK_A);
+}
+
+enum gmem_xlate gmem_translate(const struct gmem *m, const struct gmem_paging *pg,
+                               uint64_t lin, uint64_t *gpa)
+{
+    struct gmem_access a;
+    return gmem_walk(m, pg, lin, gpa, &a);
 }
 
 /* Both directions walk page by page: contiguous linear is not contiguous RAM. */

@@ -59,6 +59,26 @@ enum gmem_xlate {
     GMEM_NON_CANONICAL, /* 4-level paging, address not canonical */
 };
 
+/* What the mapping of a linear address allows, every level's entry together. */
+struct gmem_access {
+    bool write;         /* R/W set at every level */
+    bool user;          /* U/S set at every level */
+    bool exec;          /* no level has XD (with EFER.NXE) */
+};
+
+/* Linear to guest-physical with what the mapping allows (all of it without paging). */
+enum gmem_xlate gmem_walk(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                          uint64_t *gpa, struct gmem_access *a);
+
+/*
+ * The walk the CPU makes for the guest's own access, which the caller has
+ * found allowed: it sets the accessed bit in every entry used and, for a
+ * write, the dirty bit in the last.  The monitor's own reads use the walks
+ * above, which change nothing.
+ */
+enum gmem_xlate gmem_walk_mark(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                               bool write, uint64_t *gpa);
+
 /* Linear to guest-physical, walking the guest's own page tables. */
 enum gmem_xlate gmem_translate(const struct gmem *m, const struct gmem_paging *pg,
                                uint64_t lin, uint64_t *gpa);

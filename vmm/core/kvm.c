@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -105,4 +106,73 @@ int kvm_extension(const struct vm *vm, long cap)
 {
     int r = ioctl(vm->vm_fd >= 0 ? vm->vm_fd : vm->kvm_fd, KVM_CHECK_EXTENSION, cap);
     return r < 0 ? 0 : r;
+}
+
+/* Memory slots: 0 low RAM, 1 high RAM; an isolated page is slot 2 and the rest of its slot 3. */
+enum { SLOT_LOW, SLOT_HIGH, SLOT_PAGE, SLOT_REST };
+#define PAGE 4096ull
+
+static int set_slot(struct vm *vm, uint32_t slot, uint64_t gpa, uint64_t len)
+{
+    struct kvm_userspace_memory_region r = { .slot = slot, .guest_phys_addr = gpa,
+                                             .memory_size = len };
+    if (len) {
+        uint8_t *host = gmem_ptr(&vm->mem, gpa, len);
+        if (!host)
+            abort();        /* the monitor chose gpa inside RAM */
+        r.userspace_addr = (uintptr_t)host;
+    }
+    if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0)
+        return error_fail_errno("KVM_SET_USER_MEMORY_REGION (slot %u, 0x%llx+0x%llx)", slot,
+                                (unsigned long long)gpa, (unsigned long long)len);
+    return 0;
+}
+
+/* The guest's accesses to the hidden page, served from RAM. */
+static void hidden_access(struct mmio_device *dev, struct vcpu *cpu, uint64_t off, uint8_t *data,
+                          uint32_t len, bool is_write)
+{
+    if (off >= PAGE || len > PAGE - off)
+        len = off >= PAGE ? 0 : (uint32_t)(PAGE - off);     /* KVM splits at pages */
+    uint8_t *p = gmem_ptr(&cpu->vm->mem, dev->base + off, len);
+    if (!p)
+        return;
+    if (is_write)
+        memcpy(p, data, len);
+    else
+        memcpy(data, p, len);
+}
+
+int kvm_mem_isolate(struct vm *vm, uint64_t gpa)
+{
+    gpa &= ~(PAGE - 1);
+    uint64_t low = gmem_low_size(&vm->mem);
+    bool in_low = gpa < low;
+    uint64_t base = in_low ? 0 : GMEM_HIGH_BASE;
+    uint64_t end = in_low ? low : GMEM_HIGH_BASE + gmem_high_size(&vm->mem);
+    if (vm->hide.on || gpa < base || gpa + PAGE > end)
+        return error_fail("cannot isolate page 0x%llx: %s", (unsigned long long)gpa,
+                          vm->hide.on ? "one is already" : "not RAM");
+    uint32_t slot = in_low ? SLOT_LOW : SLOT_HIGH;
+    if (set_slot(vm, slot, base, 0) < 0 || (gpa > base && set_slot(vm, slot, base, gpa - base) < 0) ||
+        set_slot(vm, SLOT_PAGE, gpa, PAGE) < 0 ||
+        (gpa + PAGE < end && set_slot(vm, SLOT_REST, gpa + PAGE, end - gpa - PAGE) < 0))
+        return -1;
+    vm->hide = (struct vm_hideable){
+        .on = true, .gpa = gpa,
+        .dev = { .name = "hidden page", .base = gpa, .len = PAGE, .access = hidden_access },
+    };
+    return mmio_register(&vm->mmio, &vm->hide.dev);
+}
+
+int kvm_mem_hide(struct vm *vm, bool hide)
+{
+    if (!vm->hide.on)
+        abort();
+    if (vm->hide.hidden == hide)
+        return 0;
+    if (set_slot(vm, SLOT_PAGE, vm->hide.gpa, hide ? 0 : PAGE) < 0)
+        return -1;
+    vm->hide.hidden = hide;
+    return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef VBTS_CORE_KVM_H
 #define VBTS_CORE_KVM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct vm;
@@ -13,6 +14,18 @@ int kvm_open_vm(struct vm *vm, const char *kvm_path, uint64_t mem_size);
 int kvm_create_vcpus(struct vm *vm, int ncpus);
 /* Close everything kvm_open_vm and kvm_create_vcpus made (idempotent). */
 void kvm_close_vm(struct vm *vm);
+/*
+ * Give the RAM page at `gpa` a memory slot of its own, before any vCPU runs,
+ * so that kvm_mem_hide() can take it from the guest and give it back.
+ */
+int kvm_mem_isolate(struct vm *vm, uint64_t gpa);
+/*
+ * Hide the isolated page or show it again.  While it is hidden the guest's
+ * reads and writes of it exit as MMIO, which the core serves from RAM as if
+ * nothing happened, and an instruction fetched from it fails in KVM's
+ * emulator (KVM_EXIT_INTERNAL_ERROR): the only access that stands out.
+ */
+int kvm_mem_hide(struct vm *vm, bool hide);
 /* KVM_CHECK_EXTENSION on the VM: the capability's value, 0 if absent. */
 int kvm_extension(const struct vm *vm, long cap);
 

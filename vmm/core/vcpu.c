@@ -13,6 +13,8 @@
 #include "vbts/symbols.h"
 
 #define SIG_KICK SIGUSR1
+/* Blocked in vCPU threads, let through KVM_RUN: pending, it makes KVM_RUN return early. */
+#define SIG_PROBE SIGUSR2
 
 int vcpu_on_exit(struct vm *vm, uint32_t reason, vcpu_exit_fn fn, void *ctx)
 {
@@ -183,6 +185,50 @@ static void *vcpu_thread(void *arg)
     if (run_hooks(cpu, VCPU_HOOK_THREAD_END) < 0)
         vm_request_end(vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
     return NULL;
+}
+
+static int probe_setup(struct vcpu *cpu)
+{
+    sigset_t block, during;
+    sigemptyset(&block);
+    sigaddset(&block, SIG_PROBE);
+    if (pthread_sigmask(SIG_BLOCK, &block, &during) != 0)
+        return error_fail("cannot block the probe signal");
+    sigdelset(&during, SIG_PROBE);
+    /* The kernel's sigset is 8 bytes on x86-64, not glibc's 128. */
+    struct {
+        struct kvm_signal_mask m;
+        uint8_t set[8];
+    } km = { .m.len = 8 };
+    memcpy(km.set, &during, 8);
+    if (ioctl(cpu->fd, KVM_SET_SIGNAL_MASK, &km) < 0)
+        return error_fail_errno("KVM_SET_SIGNAL_MASK");
+    cpu->probe_ready = true;
+    return 0;
+}
+
+int vcpu_probe(struct vcpu *cpu)
+{
+    if (!cpu->probe_ready && probe_setup(cpu) < 0)
+        return -1;
+    pthread_kill(pthread_self(), SIG_PROBE);
+    int r = ioctl(cpu->fd, KVM_RUN, 0);
+    int e = errno;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIG_PROBE);
+    static const struct timespec now = { 0, 0 };
+    while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR)
+        ;
+    /* immediate_exit stays as it is: a kick to end the run must still end it. */
+    if (r == 0)
+        return error_fail("KVM_RUN probe on vCPU %d ran the guest (exit %u)", cpu->index,
+                          cpu->run->exit_reason);
+    if (e != EINTR && e != EAGAIN) {
+        errno = e;
+        return error_fail_errno("KVM_RUN probe on vCPU %d", cpu->index);
+    }
+    return 0;
 }
 
 static void on_kick(int sig)

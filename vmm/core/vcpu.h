@@ -27,6 +27,7 @@ struct vcpu {
     size_t run_size;
     pthread_t thread;
     atomic_bool thread_started;
+    bool probe_ready;           /* KVM_SET_SIGNAL_MASK lets SIG_PROBE through KVM_RUN */
     void *arch;                 /* the x86 layer's per-vCPU state (x86/kvm_x86.h) */
 };
 
@@ -56,6 +57,17 @@ struct vcpu_registry {
 /* -1 with the error set when the registry is full. */
 int vcpu_on_exit(struct vm *vm, uint32_t reason, vcpu_exit_fn fn, void *ctx);
 int vcpu_on_hook(struct vm *vm, enum vcpu_hook when, vcpu_hook_fn fn, void *ctx);
+
+/*
+ * A KVM_RUN that stops before the guest runs an instruction: a signal is
+ * pending, so KVM does what it does before every entry (accept a pending
+ * interrupt, queue an exception, inject) and then cancels the entry, with
+ * the injection put back into the vCPU's events (KVM_GET_VCPU_EVENTS shows
+ * it).  Only from the vCPU's own thread, and not while KVM owes the vCPU
+ * the completion of an I/O, MMIO or MSR exit (that would run now).
+ * 0, or -1 with the error set.
+ */
+int vcpu_probe(struct vcpu *cpu);
 
 /* Hand the exit in cpu->run to its handlers, or to the core's default. */
 void vcpu_dispatch_exit(struct vcpu *cpu);

@@ -68,3 +68,26 @@ void vm_guest_event(struct vm *vm, enum vm_guest_event ev, const char *how)
     vm_request_end(vm, VM_END_HALT, VBTS_EXIT_OK, "guest %s (%s)",
                    ev == VM_GUEST_POWEROFF ? "powered off" : "rebooted", how);
 }
+
+int vm_image_add(struct vm *vm, uint64_t lin, uint64_t gpa, uint64_t len)
+{
+    if (len == 0 || lin + len < lin || gpa + len < gpa)
+        return error_fail("image range 0x%llx+0x%llx is empty or wraps",
+                          (unsigned long long)lin, (unsigned long long)len);
+    if (vm->nimage == VM_MAX_IMAGE)
+        return error_fail("more than %d image ranges", VM_MAX_IMAGE);
+    vm->image[vm->nimage++] = (struct vm_image){ lin, gpa, len };
+    return 0;
+}
+
+bool vm_image_gpa(const struct vm *vm, uint64_t lin, uint64_t *gpa)
+{
+    for (int i = 0; i < vm->nimage; i++) {
+        const struct vm_image *m = &vm->image[i];
+        if (lin >= m->lin && lin - m->lin < m->len) {
+            *gpa = m->gpa + (lin - m->lin);
+            return true;
+        }
+    }
+    return false;
+}

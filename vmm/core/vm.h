@@ -43,6 +43,20 @@ enum vm_guest_event { VM_GUEST_POWEROFF, VM_GUEST_RESET };
 typedef void (*vm_guest_event_fn)(struct vm *vm, enum vm_guest_event ev, const char *how,
                                   void *ctx);
 
+/* Where the loader put guest code: it runs at linear `lin`, from guest-physical `gpa`. */
+struct vm_image {
+    uint64_t lin, gpa, len;
+};
+#define VM_MAX_IMAGE 8
+
+/* A RAM page with a memory slot of its own, which can be taken from the guest (core/kvm.c). */
+struct vm_hideable {
+    bool on;
+    bool hidden;
+    uint64_t gpa;
+    struct mmio_device dev;     /* serves the guest's reads and writes while it is hidden */
+};
+
 struct vm {
     int kvm_fd;
     int vm_fd;
@@ -56,6 +70,9 @@ struct vm {
     struct vcpu_registry reg;       /* exit handlers and hooks (core/vcpu.h) */
     vm_guest_event_fn on_guest_event;
     void *guest_event_ctx;
+    struct vm_image image[VM_MAX_IMAGE];    /* filled by the machine's loader */
+    int nimage;
+    struct vm_hideable hide;
 
     /* First end wins; later ones are consequences of it. */
     pthread_mutex_t end_lock;
@@ -73,6 +90,11 @@ void vm_request_end(struct vm *vm, enum vm_end why, int status, const char *fmt,
 
 /* Make every vCPU but the caller leave KVM_RUN and look at shared state. */
 void vm_kick_others(struct vm *vm);
+
+/* The loader placed code for linear [lin, lin+len) at guest-physical gpa. */
+int vm_image_add(struct vm *vm, uint64_t lin, uint64_t gpa, uint64_t len);
+/* The guest-physical address the loader placed linear `lin` at: false if none. */
+bool vm_image_gpa(const struct vm *vm, uint64_t lin, uint64_t *gpa);
 
 /* A device reports power-off or reset: the machine's callback, or the run ends (0). */
 void vm_guest_event(struct vm *vm, enum vm_guest_event ev, const char *how);

@@ -9,6 +9,7 @@
 #include <linux/kvm.h>
 
 #include "core/vm.h"
+#include "x86/arch.h"
 #include "x86/cpu.h"
 #include "x86/event.h"
 
@@ -24,14 +25,12 @@ struct guest_bts {
 /* DS save area: BTS fields, as 64-bit (IA-32e) or 32-bit quantities. */
 enum { DS_BTS_BASE, DS_BTS_INDEX, DS_BTS_MAX, DS_BTS_THRESHOLD, DS_NFIELDS };
 
-static int install_filter(int vm_fd)
+static int install_filter(struct vm *vm)
 {
-    struct kvm_enable_cap cap = {
-        .cap = KVM_CAP_X86_USER_SPACE_MSR,
-        .args = { KVM_MSR_EXIT_REASON_FILTER },
-    };
-    if (ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
-        return error_fail_errno("KVM_ENABLE_CAP(KVM_CAP_X86_USER_SPACE_MSR)");
+    if (!arch_vm(vm)->user_msr)
+        return error_fail("this host's KVM lacks KVM_CAP_X86_USER_SPACE_MSR: guest BTS cannot be "
+                          "virtualised (--no-guest-bts runs without it)");
+    int vm_fd = vm->vm_fd;
     /* A clear bit in a range's bitmap denies the access: KVM exits to us. */
     static uint8_t deny = 0;
     struct kvm_msr_filter f = {
@@ -243,7 +242,7 @@ struct guest_bts *guest_bts_install(struct vm *vm)
     struct guest_bts *gb = guest_bts_new(vm->ncpus);
     if (!gb)
         return NULL;
-    if (install_filter(vm->vm_fd) < 0 ||
+    if (install_filter(vm) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_X86_RDMSR, on_rdmsr, gb) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_X86_WRMSR, on_wrmsr, gb) < 0) {
         free(gb);

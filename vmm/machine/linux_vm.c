@@ -112,6 +112,9 @@ static int load(struct vm *vm, const struct linux_guest *g)
         snprintf(why, sizeof(why), "%s", error_last());
         return error_fail("%s: %s", g->path, why);
     }
+    for (int i = 0; i < lb.ncode; i++)
+        if (vm_image_add(vm, lb.code[i].lin, lb.code[i].gpa, lb.code[i].len) < 0)
+            return -1;
     struct kvm_x86_long64 e = { .rip = lb.entry, .rsi = lb.zero_page, .cr3 = lb.cr3,
                                 .gdt_base = lb.gdt_base, .gdt_limit = lb.gdt_limit,
                                 .cs = LINUX_BOOT_CS, .ds = LINUX_BOOT_DS };

@@ -21,6 +21,9 @@ struct lapic_dev *multiboot_vm_setup(struct vm *vm, const uint8_t *image, size_t
         return NULL;
     if (kvm_x86_enter_protected32(&vm->vcpus[0], bi.entry, MB_BOOT_MAGIC, bi.mbi) < 0)
         return NULL;
+    /* Entered without paging: its linear addresses are physical, at least at first. */
+    if (vm_image_add(vm, 0, 0, gmem_low_size(&vm->mem)) < 0)
+        return NULL;
     if (serial8250_register(&vm->io, COM1_BASE, STDOUT_FILENO) < 0 ||
         debug_exit_register(&vm->io, DEBUG_EXIT_PORT) < 0)
         return NULL;

@@ -45,18 +45,6 @@ static bool cond_taken(const ZydisDecodedInstruction *in, const struct kvm_regs 
     }
 }
 
-static const struct kvm_segment *segment(const struct kvm_sregs *s, ZydisRegister r)
-{
-    switch (r) {
-    case ZYDIS_REGISTER_ES: return &s->es;
-    case ZYDIS_REGISTER_CS: return &s->cs;
-    case ZYDIS_REGISTER_SS: return &s->ss;
-    case ZYDIS_REGISTER_FS: return &s->fs;
-    case ZYDIS_REGISTER_GS: return &s->gs;
-    default: return &s->ds;
-    }
-}
-
 static int read_uint(const struct cpu_view *v, uint64_t lin, unsigned bytes, uint64_t *val)
 {
     *val = 0;
@@ -70,52 +58,21 @@ static int read_stack(const struct cpu_view *v, unsigned i, unsigned bytes, uint
     return read_uint(v, cpu_stack_base(v->sregs) + sp, bytes, val);
 }
 
-static void fill_context(ZydisRegisterContext *ctx, const struct kvm_regs *r)
-{
-    static const ZydisRegister gpr[16] = {
-        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
-        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
-        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
-        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
-    };
-    const uint64_t val[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
-                               r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
-    for (int i = 0; i < 16; i++) {
-        ctx->values[gpr[i]] = val[i];
-        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, i)] = (uint32_t)val[i];
-        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, i)] = (uint16_t)val[i];
-    }
-    ctx->values[ZYDIS_REGISTER_RIP] = r->rip;
-    ctx->values[ZYDIS_REGISTER_EIP] = (uint32_t)r->rip;
-    ctx->values[ZYDIS_REGISTER_IP] = (uint16_t)r->rip;
-}
-
 /* Target of an indirect near or far jmp/call, read from its operand. */
 static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                            const ZydisDecodedOperand *op, bool far, uint64_t *target)
 {
     uint64_t cs_base = cpu_code_base(v->sregs);
     if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && !far) {
-        static __thread ZydisRegisterContext ctx;
-        fill_context(&ctx, v->regs);
-        ZydisRegister r = op->reg.value;
-        if (r > ZYDIS_REGISTER_MAX_VALUE)
+        uint64_t val;
+        if (cpu_register(v->regs, op->reg.value, &val) < 0)
             return -1;
-        *target = cs_base + (ctx.values[r] & width_mask(in->operand_width));
+        *target = cs_base + (val & width_mask(in->operand_width));
         return 0;
     }
-    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
-        return -1;
-    static __thread ZydisRegisterContext ctx;
-    fill_context(&ctx, v->regs);
     uint64_t ea;
-    if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddressEx(in, op, v->regs->rip, &ctx, &ea)))
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_operand_address(v, in, op, &ea) < 0)
         return -1;
-    const struct kvm_segment *seg = segment(v->sregs, op->mem.segment);
-    if (cpu_mode(v->sregs) != MODE_LONG64 || seg == &v->sregs->fs || seg == &v->sregs->gs)
-        ea += seg->base;
-    if (cpu_mode(v->sregs) != MODE_LONG64)
-        ea = (uint32_t)ea;
     unsigned off_bytes = in->operand_width / 8;
     uint64_t off, sel;
     if (read_uint(v, ea, off_bytes, &off))
@@ -172,6 +129,7 @@ static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedIn
     p->from = lin;
     p->len = in->length;
     p->kind = classify(in, ops);
+    p->mnemonic = (uint16_t)in->mnemonic;
     p->vector_hint = -1;
     if (in->mnemonic == ZYDIS_MNEMONIC_UD2 || in->mnemonic == ZYDIS_MNEMONIC_UD0 ||
         in->mnemonic == ZYDIS_MNEMONIC_UD1)

@@ -47,12 +47,16 @@ int trace_config_build(struct trace_config *c, const struct trace_options *o)
                       o->have_cr3 || o->verify_flow || o->stop_after))
         return error_fail("--trace-start, --trace-stop, --max-branches, --cpl, --cr3, "
                          "--verify-flow and --stop-after-trace need --trace");
+    if (o->cr3_start && !o->start)
+        return error_fail("--cr3 start needs --trace-start");
     if (o->stop_after && !o->stop && !o->max_branches)
         return error_fail("--stop-after-trace needs --trace-stop or --max-branches");
     c->max_branches = o->max_branches;
     c->cpl = (enum trace_cpl)o->cpl;
     c->have_cr3 = o->have_cr3;
     c->cr3 = o->cr3;
+    c->cr3_start = o->cr3_start;
+    atomic_store(&c->start_cr3, 0);
     c->verify_flow = o->verify_flow;
     c->stop_after = o->stop_after;
     atomic_store(&c->window, c->have_start ? WINDOW_WAITING : WINDOW_OPEN);

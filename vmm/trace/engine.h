@@ -8,6 +8,8 @@
 #define VBTS_TRACE_ENGINE_H
 
 #include <linux/kvm.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,6 +24,13 @@ struct trace {
     struct sink *sink;          /* NULL when not tracing */
     struct guest_bts *gbts;     /* NULL with --no-guest-bts */
     struct trace_vcpu *cpu;     /* per vCPU */
+    bool tf;                    /* the host steps with RFLAGS.TF (trace/tf.c) */
+    bool block_irq;             /* ... and can hold interrupts back while it does */
+    bool start_armed;           /* the start trigger is set up (breakpoints or catch.c) */
+    /* The start trigger's page hidden from the guest (trace/catch.c). */
+    atomic_bool catch_armed;
+    pthread_mutex_t catch_lock;
+    int catch_passing;          /* vCPUs stepping through the page */
 };
 
 struct trace_vcpu {
@@ -34,11 +43,20 @@ struct trace_vcpu {
     int event_vector;           /* event the monitor raised, not yet seen, or -1 */
     bool tracing;               /* inside the window: records go to the sink */
     bool bp_armed;              /* hardware breakpoint on the start trigger */
+    bool passing;               /* stepping, untraced, through the trigger's page (catch.c) */
     uint64_t cr3;               /* guest context of the last step */
     uint64_t start_ns;          /* monotonic time of this vCPU's START */
     uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */
     bool flow_valid;
     struct kvm_sregs flow_sregs;/* the mode that code ran in */
+    /* Hosts that step with RFLAGS.TF (trace/tf.c). */
+    struct kvm_regs before_regs;    /* the vCPU before the step in flight */
+    struct kvm_sregs before_sregs;
+    unsigned since_probe;       /* steps since KVM was last asked for a pending event */
+    unsigned irq_gap;           /* interruptible steps still owed to the guest (tf.c) */
+    bool r11_tf;                /* TF set in R11 for a SYSRET (tf.c) */
+    bool probe_soon;            /* IF may have become 1: ask at the next boundary */
+    bool halted;                /* after HLT: nothing runs until an event comes */
 };
 
 /* The registers KVM synced into kvm_run at the last exit. */

@@ -25,20 +25,29 @@
 
 #include "export/sink.h"
 #include "trace/attrib.h"
+#include "trace/catch.h"
+#include "trace/tf.h"
 #include "guest_bts/guest_bts.h"
+#include "x86/arch.h"
 #include "x86/debug.h"
 #include "x86/host.h"
 
 /* KVM's debug state follows from what this vCPU needs: steps, or the start trigger. */
 int step_update(struct trace_vcpu *t)
 {
-    bool step = t->tracing || guest_bts_on(t->tr->gbts, t->cpu);
-    struct debug_want w = { .step = step };
+    bool step = t->tracing || t->passing || guest_bts_on(t->tr->gbts, t->cpu);
+    if (step && !t->stepping && t->tr->tf && !t->tr->block_irq && arch_vm(t->cpu->vm)->irqchip)
+        return error_fail("this host's KVM cannot hold interrupts back while it single-steps "
+                          "(KVM_GUESTDBG_BLOCKIRQ, Linux 5.16 and later): their handlers would "
+                          "run unseen, so vbts does not trace this guest here");
+    struct debug_want w = { .step = step, .block_irq = step && t->tr->tf };
     if (t->bp_armed) {
         w.nbp = 1;
         w.bp[0] = t->tr->cfg->start;
     }
     if (debug_set(t->cpu, DEBUG_TRACE, &w) < 0)
+        return -1;
+    if (step != t->stepping && t->tr->tf && tf_stepping(t, step) < 0)
         return -1;
     if (step && !t->stepping)
         t->pred_valid = false;
@@ -179,16 +188,21 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
 }
 
-static int on_step(struct trace_vcpu *t)
+int step_complete(struct trace_vcpu *t)
 {
     struct cpu_view v;
     trace_view(t, &v);
-    t->steps++;
-    if (t->pred_valid && settle(t, &v, cpu_linear_ip(v.regs, v.sregs)) < 0)
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    if (t->pred_valid && (t->tr->tf ? tf_settle(t, &v, rip) : settle(t, &v, rip)) < 0)
         return -1;
     window_follow_context(t, v.sregs->cr3);
+    if (t->passing && !t->tracing) {
+        int c = catch_step(t, rip);
+        if (c != 0)
+            return c < 0 ? -1 : 0;
+    }
     if (!t->stepping)
-        return 0;       /* the step closed the window */
+        return 0;       /* the step closed the window, or left the trigger's page */
     return step_predict(t, false);
 }
 
@@ -198,16 +212,15 @@ enum vcpu_verdict step_on_debug(struct trace_vcpu *t, unsigned hits)
     if (hits) {
         if (!t->bp_armed)
             return VCPU_EXIT_PASS;
-        int waiting = WINDOW_WAITING;
-        if (atomic_compare_exchange_strong(&t->tr->cfg->window, &waiting, WINDOW_OPEN))
-            vm_kick_others(t->cpu->vm);
         /* Stopped before the trigger instruction ran: trace from it on. */
-        window_enter(t, true);
+        if (window_open_here(t) < 0)
+            vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
         return VCPU_EXIT_DONE;
     }
     if (!t->stepping)
         return VCPU_EXIT_PASS;
-    on_step(t);
+    t->steps++;
+    step_complete(t);
     return VCPU_EXIT_DONE;
 }
 

@@ -3,15 +3,19 @@
 #include "trace/trace.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <linux/kvm.h>
 
 #include "export/sink.h"
 #include "guest_bts/guest_bts.h"
+#include "trace/catch.h"
 #include "trace/engine.h"
 #include "trace/step.h"
+#include "trace/tf.h"
 #include "trace/window.h"
 #include "x86/debug.h"
 #include "x86/event.h"
+#include "x86/host.h"
 
 static enum vbts_stop_reason stop_reason(enum vm_end e)
 {
@@ -30,6 +34,27 @@ static struct trace_vcpu *of(void *ctx, struct vcpu *cpu)
     return &((struct trace *)ctx)->cpu[cpu->index];
 }
 
+/*
+ * The start trigger, once for all vCPUs: a hardware breakpoint, or where
+ * they do not fire (or VBTS_START_TRIGGER=page asks), its page watched.
+ */
+static int arm_start(struct trace *tr)
+{
+    if (tr->start_armed)
+        return 0;
+    tr->start_armed = true;
+    const char *how = getenv("VBTS_START_TRIGGER");
+    if (how && strcmp(how, "page") && strcmp(how, "breakpoint"))
+        return error_fail("VBTS_START_TRIGGER=%s: expected page or breakpoint", how);
+    bool page = how && !strcmp(how, "page");
+    int fire = page ? 0 : host_breakpoints_fire(tr->vm->kvm_fd);
+    if (fire < 0)
+        return -1;
+    if (how && !page && !fire)
+        return error_fail("VBTS_START_TRIGGER=breakpoint: hardware breakpoints do not fire in this host's guests");
+    return fire ? 0 : catch_arm(tr);
+}
+
 /* Before the first run: with --trace, START and stepping, or the start trigger. */
 static int on_start(struct vcpu *cpu, void *ctx)
 {
@@ -41,6 +66,10 @@ static int on_start(struct vcpu *cpu, void *ctx)
         return 0;
     if (atomic_load(&t->tr->cfg->window) == WINDOW_WAITING) {
         /* Untraced at full speed until a vCPU reaches the start trigger. */
+        if (arm_start(t->tr) < 0)
+            return -1;
+        if (t->tr->catch_armed)
+            return 0;
         t->bp_armed = true;
         return step_update(t);
     }
@@ -49,7 +78,10 @@ static int on_start(struct vcpu *cpu, void *ctx)
 
 static int on_pre_run(struct vcpu *cpu, void *ctx)
 {
-    return window_poll(of(ctx, cpu));
+    struct trace_vcpu *t = of(ctx, cpu);
+    if (window_poll(t) < 0)
+        return -1;
+    return t->stepping && t->tr->tf ? tf_before_run(t) : 0;
 }
 
 static int on_thread_end(struct vcpu *cpu, void *ctx)
@@ -65,6 +97,12 @@ static enum vcpu_verdict on_completion(struct vcpu *cpu, void *ctx)
     return VCPU_EXIT_PASS;
 }
 
+/* KVM could not emulate an instruction: perhaps one fetched from the trigger's hidden page. */
+static enum vcpu_verdict on_internal_error(struct vcpu *cpu, void *ctx)
+{
+    return catch_on_fetch(of(ctx, cpu));
+}
+
 static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
 {
     return step_on_debug(of(ctx, cpu), hits);
@@ -72,7 +110,10 @@ static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
 
 static void on_event(struct vcpu *cpu, const struct event *ev, void *ctx)
 {
-    step_note_event(of(ctx, cpu), ev->vector);
+    if (ev->delivered)
+        tf_event(of(ctx, cpu), ev);
+    else
+        step_note_event(of(ctx, cpu), ev->vector);
 }
 
 static int on_bts_change(void *ctx, struct vcpu *cpu)
@@ -92,7 +133,10 @@ struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_
     }
     tr->vm = vm;
     tr->cfg = c;
+    pthread_mutex_init(&tr->catch_lock, NULL);
     tr->gbts = gbts;
+    tr->tf = !host_is_pvm();
+    tr->block_irq = debug_can_block_irq(vm);
     for (int i = 0; i < vm->ncpus; i++) {
         tr->cpu[i].tr = tr;
         tr->cpu[i].cpu = &vm->vcpus[i];
@@ -103,6 +147,7 @@ struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_
         vcpu_on_hook(vm, VCPU_HOOK_THREAD_END, on_thread_end, tr) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_IO, on_completion, tr) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_MMIO, on_completion, tr) < 0 ||
+        vcpu_on_exit(vm, KVM_EXIT_INTERNAL_ERROR, on_internal_error, tr) < 0 ||
         debug_on_exit(vm, DEBUG_TRACE, on_debug, tr) < 0 ||
         event_observe(vm, on_event, tr) < 0) {
         trace_free(tr);
@@ -132,6 +177,7 @@ void trace_free(struct trace *t)
 {
     if (!t)
         return;
+    pthread_mutex_destroy(&t->catch_lock);
     free(t->cpu);
     free(t);
 }

@@ -27,6 +27,7 @@ struct trace_options {
     uint64_t max_branches;
     int cpl;                    /* enum trace_cpl */
     bool have_cr3;
+    bool cr3_start;             /* --cr3 start: the CR3 the window opens in */
     uint64_t cr3;
     bool verify_flow;
     bool stop_after;
@@ -37,6 +38,8 @@ struct trace_config {
     bool have_start, have_stop, have_cr3;
     uint64_t start, stop;       /* linear addresses of the window's triggers */
     uint64_t cr3;               /* --cr3: page-table base to trace (bits 12..51) */
+    bool cr3_start;             /* --cr3 start: start_cr3 is the base */
+    _Atomic uint64_t start_cr3; /* the opening vCPU's CR3 bits 12..51, | 1 once set */
     uint64_t max_branches;      /* 0: no limit; else the total over all vCPUs */
     enum trace_cpl cpl;
     bool verify_flow;

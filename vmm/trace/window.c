@@ -7,9 +7,11 @@
  * kind) and the guest's DS buffer (guest_bts/, while its DEBUGCTL enables
  * BTS).
  */
+#include "trace/window.h"
+
+#include "trace/catch.h"
 #include "trace/engine.h"
 #include "trace/step.h"
-#include "trace/window.h"
 
 #include "core/clock.h"
 #include "export/sink.h"
@@ -50,8 +52,13 @@ bool window_passes(const struct trace_config *c, int cpl, uint64_t cr3)
 {
     if ((c->cpl == TRACE_CPL_KERNEL && cpl != 0) || (c->cpl == TRACE_CPL_USER && cpl == 0))
         return false;
-    if (c->have_cr3 && (cr3 & CR3_ADDR_MASK) != (c->cr3 & CR3_ADDR_MASK))
+    if (c->cr3_start) {
+        uint64_t at = atomic_load_explicit(&c->start_cr3, memory_order_acquire);
+        if (!at || (cr3 & CR3_ADDR_MASK) != (at & CR3_ADDR_MASK))
+            return false;
+    } else if (c->have_cr3 && (cr3 & CR3_ADDR_MASK) != (c->cr3 & CR3_ADDR_MASK)) {
         return false;
+    }
     return true;
 }
 
@@ -93,6 +100,8 @@ int window_enter(struct trace_vcpu *t, bool regs_synced)
 {
     t->tracing = true;
     t->bp_armed = false;
+    if (catch_window_open(t) < 0)
+        return -1;
     if (step_update(t) < 0 || (!regs_synced && step_sync_regs(t) < 0))
         return -1;
     t->start_ns = clock_monotonic_ns();
@@ -105,6 +114,20 @@ int window_enter(struct trace_vcpu *t, bool regs_synced)
     flow_resume(t, cpu_linear_ip(v.regs, v.sregs));
     t->pred_valid = false;
     return step_predict(t, false);
+}
+
+/* This vCPU stands at the start trigger, which has not run: the window opens for all. */
+int window_open_here(struct trace_vcpu *t)
+{
+    struct trace_config *c = t->tr->cfg;
+    /* --cr3 start: the context of a vCPU at the trigger, set before any vCPU records. */
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(&c->start_cr3, &none,
+                                   (t->cpu->run->s.regs.sregs.cr3 & CR3_ADDR_MASK) | 1);
+    int waiting = WINDOW_WAITING;
+    if (atomic_compare_exchange_strong(&c->window, &waiting, WINDOW_OPEN))
+        vm_kick_others(t->cpu->vm);
+    return window_enter(t, true);
 }
 
 void window_leave(struct trace_vcpu *t, enum vbts_stop_reason why)

@@ -10,6 +10,7 @@ bool window_passes(const struct trace_config *c, int cpl, uint64_t cr3);
 void window_emit_branch(struct trace_vcpu *t, uint64_t from, uint64_t to, unsigned kind, int cpl);
 void window_follow_context(struct trace_vcpu *t, uint64_t cr3);
 int window_enter(struct trace_vcpu *t, bool regs_synced);
+int window_open_here(struct trace_vcpu *t);
 void window_leave(struct trace_vcpu *t, enum vbts_stop_reason why);
 void window_close(struct trace_vcpu *t);
 int window_poll(struct trace_vcpu *t);

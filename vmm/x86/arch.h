@@ -19,6 +19,7 @@
 struct arch_vm {
     bool irqchip;               /* KVM's PIC/IOAPIC/LAPIC/PIT (Linux guests) */
     bool ds_cpuid;              /* CPUID announces DS and DTES64 (guest BTS) */
+    bool user_msr;              /* MSR accesses KVM would #GP exit to the monitor */
     bool hostcompat;            /* complete instructions the host cannot emulate */
     struct { debug_exit_fn fn; void *ctx; } debug_exit[DEBUG_NCLIENTS];
     int nstep_off;
@@ -30,6 +31,7 @@ struct arch_vm {
 struct arch_vcpu {
     struct debug_state dbg;
     struct hostcompat_vcpu hc;
+    bool soft_events;           /* events are delivered in software (x86/event.h) */
 };
 
 static inline struct arch_vm *arch_vm(const struct vm *vm)

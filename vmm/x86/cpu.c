@@ -155,3 +155,87 @@ int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler
     *handler = long_mode ? off : (uint32_t)(base + off);
     return 0;
 }
+
+int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val)
+{
+    static const ZydisRegister gpr64[16] = {
+        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
+    };
+    const uint64_t v[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
+                             r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    for (int i = 0; i < 16; i++) {
+        if (reg == gpr64[i]) {
+            *val = v[i];
+            return 0;
+        }
+        if (reg == ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, (ZyanU8)i)) {
+            *val = (uint32_t)v[i];
+            return 0;
+        }
+        if (reg == ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, (ZyanU8)i)) {
+            *val = (uint16_t)v[i];
+            return 0;
+        }
+        if (i < 4 && reg == ZydisRegisterEncode(ZYDIS_REGCLASS_GPR8, (ZyanU8)i)) {
+            *val = (uint8_t)v[i];
+            return 0;
+        }
+    }
+    switch (reg) {
+    case ZYDIS_REGISTER_RIP: *val = r->rip; return 0;
+    case ZYDIS_REGISTER_EIP: *val = (uint32_t)r->rip; return 0;
+    case ZYDIS_REGISTER_IP: *val = (uint16_t)r->rip; return 0;
+    default: return -1;
+    }
+}
+
+const struct kvm_segment *cpu_segment(const struct kvm_sregs *s, ZydisRegister r)
+{
+    switch (r) {
+    case ZYDIS_REGISTER_ES: return &s->es;
+    case ZYDIS_REGISTER_CS: return &s->cs;
+    case ZYDIS_REGISTER_SS: return &s->ss;
+    case ZYDIS_REGISTER_FS: return &s->fs;
+    case ZYDIS_REGISTER_GS: return &s->gs;
+    default: return &s->ds;
+    }
+}
+
+static void register_context(ZydisRegisterContext *ctx, const struct kvm_regs *r)
+{
+    static const ZydisRegister gpr[16] = {
+        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
+    };
+    for (int i = 0; i < 16; i++) {
+        uint64_t v = 0;
+        cpu_register(r, gpr[i], &v);
+        ctx->values[gpr[i]] = v;
+        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, (ZyanU8)i)] = (uint32_t)v;
+        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, (ZyanU8)i)] = (uint16_t)v;
+    }
+    ctx->values[ZYDIS_REGISTER_RIP] = r->rip;
+    ctx->values[ZYDIS_REGISTER_EIP] = (uint32_t)r->rip;
+    ctx->values[ZYDIS_REGISTER_IP] = (uint16_t)r->rip;
+}
+
+int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                        const ZydisDecodedOperand *op, uint64_t *lin)
+{
+    static __thread ZydisRegisterContext ctx;
+    register_context(&ctx, v->regs);
+    uint64_t ea;
+    if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddressEx(in, op, v->regs->rip, &ctx, &ea)))
+        return -1;
+    const struct kvm_segment *seg = cpu_segment(v->sregs, op->mem.segment);
+    bool long64 = cpu_mode(v->sregs) == MODE_LONG64;
+    if (!long64 || seg == &v->sregs->fs || seg == &v->sregs->gs)
+        ea += seg->base;
+    *lin = long64 ? ea : (uint32_t)ea;
+    return 0;
+}

@@ -35,7 +35,12 @@ enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG6
 #define RFLAGS_DF (1u << 10)
 #define RFLAGS_OF (1u << 11)
 #define RFLAGS_RF (1u << 16)
+#define EFER_SCE  (1ull << 0)
 #define EFER_LMA  (1ull << 10)
+#define MSR_STAR  0xc0000081u
+#define MSR_LSTAR 0xc0000082u
+#define MSR_CSTAR 0xc0000083u
+#define MSR_FMASK 0xc0000084u
 
 enum cpu_mode cpu_mode(const struct kvm_sregs *s);
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
@@ -59,6 +64,17 @@ size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf);
 /* The instruction at `lin`, decoded in the vCPU's mode; -1 with *why set. */
 int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
                ZydisDecodedOperand *ops, const char **why);
+/* A general-purpose register's value (64/32/16 bits, AL..BL, RIP): 0, or -1 if not one. */
+int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val);
+/* The segment register Zydis names (DS for none). */
+const struct kvm_segment *cpu_segment(const struct kvm_sregs *s, ZydisRegister r);
+/*
+ * The linear address a memory operand names, as it reads: effective address
+ * (RIP-relative from the instruction at regs->rip), plus the segment's base
+ * where the mode applies one, truncated to 32 bits outside 64-bit mode.
+ */
+int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                        const ZydisDecodedOperand *op, uint64_t *lin);
 /* Base of a code segment named by selector, as a far transfer would load it. */
 int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base);
 /* Linear address of the handler for `vector` from the guest's IDT, or -1. */

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <linux/kvm.h>
 
+#include "core/kvm.h"
 #include "core/vm.h"
 #include "x86/arch.h"
 
@@ -46,6 +47,9 @@ bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out)
         dbg.control = KVM_GUESTDBG_ENABLE;
     if (step)
         dbg.control |= KVM_GUESTDBG_SINGLESTEP;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++)
+        if (active(d, c) && d->want[c].block_irq)
+            dbg.control |= KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_BLOCKIRQ;
     if (slot)
         dbg.control |= KVM_GUESTDBG_USE_HW_BP;
     *out = dbg;
@@ -86,6 +90,26 @@ int debug_set(struct vcpu *cpu, enum debug_client who, const struct debug_want *
 bool debug_stepping(const struct vcpu *cpu)
 {
     return arch_vcpu(cpu)->dbg.stepping;
+}
+
+int debug_rearm(struct vcpu *cpu)
+{
+    return apply(cpu);
+}
+
+int debug_let_irq(struct vcpu *cpu)
+{
+    struct kvm_guest_debug dbg;
+    debug_merge(&arch_vcpu(cpu)->dbg, &dbg);
+    dbg.control &= ~(uint32_t)KVM_GUESTDBG_BLOCKIRQ;
+    if (ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+        return error_fail_errno("KVM_SET_GUEST_DEBUG (interrupts let in)");
+    return 0;
+}
+
+bool debug_can_block_irq(const struct vm *vm)
+{
+    return (kvm_extension(vm, KVM_CAP_SET_GUEST_DEBUG2) & KVM_GUESTDBG_BLOCKIRQ) != 0;
 }
 
 /* The client whose breakpoint fired gets the exit; with none, the stepping ones. */

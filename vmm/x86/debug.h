@@ -20,6 +20,7 @@ enum debug_client { DEBUG_TRACE, DEBUG_HOSTCOMPAT, DEBUG_NCLIENTS };
 
 struct debug_want {
     bool step;                  /* single-step */
+    bool block_irq;             /* KVM injects no interrupt or NMI (KVM_GUESTDBG_BLOCKIRQ) */
     bool unless_stepped;        /* drop these wishes while another client steps */
     int nbp;                    /* execution breakpoints, at linear addresses */
     uint64_t bp[DEBUG_MAX_BP];
@@ -51,8 +52,24 @@ struct kvm_guest_debug;
  */
 bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out);
 
+/* The host's KVM holds interrupts back for a stepping client (Linux 5.16+). */
+bool debug_can_block_irq(const struct vm *vm);
+
 /* A client's new wishes; KVM_SET_GUEST_DEBUG with the merged state.  -1, error set. */
 int debug_set(struct vcpu *cpu, enum debug_client who, const struct debug_want *w);
 bool debug_stepping(const struct vcpu *cpu);
+/*
+ * The same state again.  Hosts that single-step with RFLAGS.TF (VMX, SVM)
+ * keep TF only while RIP is where KVM_SET_GUEST_DEBUG last found it, and
+ * drop it when they emulate an instruction or the monitor moves RIP: a
+ * stepping client re-arms before every KVM_RUN.
+ */
+int debug_rearm(struct vcpu *cpu);
+/*
+ * The same, but with interrupts let in: for one KVM_RUN that ends before
+ * the guest runs (vcpu_probe), so that KVM takes a pending interrupt.
+ * The next debug_rearm() or debug_set() holds them back again.
+ */
+int debug_let_irq(struct vcpu *cpu);
 
 #endif

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "x86/event.h"
 
+#include <string.h>
 #include <sys/ioctl.h>
 #include <linux/kvm.h>
 
 #include "core/vm.h"
 #include "x86/arch.h"
+#include "x86/cpu.h"
+#include "x86/deliver.h"
 
 int event_observe(struct vm *vm, event_observer_fn fn, void *ctx)
 {
@@ -80,8 +83,114 @@ static int inject_soft(struct vcpu *cpu, const struct event *ev)
     return 0;
 }
 
+void event_soft(struct vcpu *cpu, bool on)
+{
+    arch_vcpu(cpu)->soft_events = on;
+}
+
+bool event_is_soft(const struct vcpu *cpu)
+{
+    return arch_vcpu(cpu)->soft_events;
+}
+
+int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
+                  unsigned *vector)
+{
+    struct kvm_regs *r = &cpu->run->s.regs.regs;
+    struct kvm_sregs *s = &cpu->run->s.regs.sregs;
+    struct kvm_regs r0 = *r;
+    struct kvm_sregs s0 = *s;
+    const char *why;
+    *from = cpu_linear_ip(r, s);
+    if (deliver_event(&cpu->vm->mem, r, s, d, to, vector, &why) < 0)
+        return error_fail("vCPU %d cannot take vector %u at 0x%llx: %s", cpu->index, d->vector,
+                          (unsigned long long)*from, why);
+    /* A set bit would make KVM inject that interrupt again. */
+    memset(s->interrupt_bitmap, 0, sizeof(s->interrupt_bitmap));
+    if (ioctl(cpu->fd, KVM_SET_SREGS, s) < 0 || ioctl(cpu->fd, KVM_SET_REGS, r) < 0) {
+        int rc = error_fail_errno("delivering vector %u on vCPU %d: KVM_SET_SREGS/KVM_SET_REGS",
+                                  *vector, cpu->index);
+        *r = r0;
+        *s = s0;
+        return rc;
+    }
+    if (d->kind == DELIVER_NMI) {
+        struct kvm_vcpu_events e;
+        if (ioctl(cpu->fd, KVM_GET_VCPU_EVENTS, &e) < 0)
+            return error_fail_errno("KVM_GET_VCPU_EVENTS");
+        e.nmi.masked = 1;               /* blocked until the handler's IRET */
+        e.flags &= KVM_VCPUEVENT_VALID_SHADOW | KVM_VCPUEVENT_VALID_SMM;
+        if (ioctl(cpu->fd, KVM_SET_VCPU_EVENTS, &e) < 0)
+            return error_fail_errno("KVM_SET_VCPU_EVENTS");
+    }
+    return 0;
+}
+
+int event_take_pending(struct vcpu *cpu, struct delivery *d)
+{
+    struct kvm_vcpu_events e;
+    if (ioctl(cpu->fd, KVM_GET_VCPU_EVENTS, &e) < 0)
+        return error_fail_errno("KVM_GET_VCPU_EVENTS");
+    memset(d, 0, sizeof(*d));
+    if (e.exception.injected || e.exception.pending) {
+        *d = (struct delivery){ .kind = DELIVER_FAULT, .vector = e.exception.nr,
+                                .has_error = e.exception.has_error_code,
+                                .error = e.exception.error_code,
+                                .cr2 = cpu->run->s.regs.sregs.cr2 };
+        e.exception.injected = 0;
+        e.exception.pending = 0;
+    } else if (e.nmi.injected) {
+        *d = (struct delivery){ .kind = DELIVER_NMI, .vector = 2 };
+        e.nmi.injected = 0;
+    } else if (e.interrupt.injected && !e.interrupt.soft) {
+        *d = (struct delivery){ .kind = DELIVER_INTERRUPT, .vector = e.interrupt.nr };
+        e.interrupt.injected = 0;
+    } else {
+        return 0;
+    }
+    e.flags &= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SHADOW |
+               KVM_VCPUEVENT_VALID_SMM;
+    if (ioctl(cpu->fd, KVM_SET_VCPU_EVENTS, &e) < 0)
+        return error_fail_errno("KVM_SET_VCPU_EVENTS");
+    return 1;
+}
+
+/* What a monitor-raised event is, as the CPU delivers it. */
+static void as_delivery(const struct event *ev, struct delivery *d)
+{
+    static const enum deliver_kind kind[] = {
+        [EVENT_EXCEPTION] = DELIVER_FAULT, [EVENT_INTERRUPT] = DELIVER_INTERRUPT,
+        [EVENT_NMI] = DELIVER_NMI, [EVENT_SOFT_INT] = DELIVER_SOFT,
+    };
+    *d = (struct delivery){ .kind = kind[ev->kind], .vector = ev->vector,
+                            .has_error = ev->has_error, .error = ev->error, .cr2 = ev->cr2,
+                            .insn_len = ev->insn_len };
+    if (ev->kind == EVENT_SOFT_INT && (ev->vector == 3 || ev->vector == 4 || ev->vector == 1))
+        d->kind = DELIVER_TRAP;
+}
+
+static void tell(struct vcpu *cpu, const struct event *ev)
+{
+    const struct arch_vm *a = arch_vm(cpu->vm);
+    for (int i = 0; i < a->nobservers; i++)
+        a->observer[i].fn(cpu, ev, a->observer[i].ctx);
+}
+
 int event_raise(struct vcpu *cpu, const struct event *ev)
 {
+    if (event_is_soft(cpu)) {
+        struct delivery d;
+        struct event done = *ev;
+        unsigned vector;
+        as_delivery(ev, &d);
+        done.from_cpl = (uint8_t)cpu_cpl(&cpu->run->s.regs.sregs);
+        if (event_deliver(cpu, &d, &done.from, &done.to, &vector) < 0)
+            return -1;
+        done.vector = (uint8_t)vector;
+        done.delivered = true;
+        tell(cpu, &done);
+        return 0;
+    }
     int r = 0;
     switch (ev->kind) {
     case EVENT_EXCEPTION:
@@ -103,8 +212,6 @@ int event_raise(struct vcpu *cpu, const struct event *ev)
     }
     if (r < 0)
         return -1;
-    const struct arch_vm *a = arch_vm(cpu->vm);
-    for (int i = 0; i < a->nobservers; i++)
-        a->observer[i].fn(cpu, ev, a->observer[i].ctx);
+    tell(cpu, ev);
     return 0;
 }

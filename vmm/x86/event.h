@@ -27,9 +27,41 @@ struct event {
     uint32_t error;
     uint64_t cr2;
     uint8_t insn_len;
+    /* Set by event_raise when it delivered the event in software (event_soft): */
+    bool delivered;
+    uint8_t from_cpl;           /* the privilege it interrupted */
+    uint64_t from, to;          /* the linear RIP it interrupted, the handler */
 };
 
+struct delivery;
+
 typedef void (*event_observer_fn)(struct vcpu *cpu, const struct event *ev, void *ctx);
+
+/*
+ * While on, events are delivered in software (x86/deliver.c) on the
+ * vCPU's synced registers, so that a single-stepping engine stands at the
+ * handler's first instruction instead of KVM's delivery running the
+ * handler without steps (hosts that step with RFLAGS.TF).
+ */
+void event_soft(struct vcpu *cpu, bool on);
+bool event_is_soft(const struct vcpu *cpu);
+
+/*
+ * Deliver d in software on cpu->run->s.regs and hand the result to KVM
+ * (registers, segments, CR2, NMI blocking).  *from is the linear RIP the
+ * event interrupted, *to the handler, *vector the vector delivered (a
+ * refused int n is a #GP).  -1 with the error set when the delivery is
+ * one the CPU would not complete (x86/deliver.h says which).
+ */
+int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
+                  unsigned *vector);
+
+/*
+ * After vcpu_probe(): the event KVM was about to inject (an interrupt, an
+ * NMI, an exception it queued), taken back from KVM into *d.  1 if there
+ * was one, 0 if not, -1 with the error set.
+ */
+int event_take_pending(struct vcpu *cpu, struct delivery *d);
 
 int event_observe(struct vm *vm, event_observer_fn fn, void *ctx);
 /* -1 (error set) if KVM refused it or an event is already being delivered. */

@@ -16,4 +16,18 @@ bool host_steps_user(void);
 /* The name of the host's KVM module, for messages: kvm_pvm, kvm_amd, kvm_intel or kvm. */
 const char *host_kvm_name(void);
 
+/*
+ * KVM maps guest memory with nested paging (kvm_amd npt, kvm_intel ept):
+ * then the monitor may write guest page tables' pages behind KVM's back,
+ * which shadow paging (kvm_pvm, npt=0) would not notice.
+ */
+bool host_tdp(void);
+/*
+ * Does a hardware breakpoint (KVM_GUESTDBG_USE_HW_BP) fire in a guest of
+ * this host?  Asked once, of a throwaway VM made with the open KVM device:
+ * 1 yes, 0 no, -1 the probe failed (error set).  QEMU's TCG emulation of
+ * SVM never fires them (docs/host-compat.md).
+ */
+int host_breakpoints_fire(int kvm_fd);
+
 #endif

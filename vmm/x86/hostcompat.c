@@ -31,9 +31,6 @@ static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated
                                                "emulated", "done", "cleared" };
 static atomic_ulong hc_fired[HC_COUNT];
 
-#define MSR_STAR  0xc0000081u
-#define MSR_LSTAR 0xc0000082u
-#define MSR_FMASK 0xc0000084u
 
 static int get_msrs(struct vcpu *cpu, uint64_t *star, uint64_t *lstar, uint64_t *fmask)
 {

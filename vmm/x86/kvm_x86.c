@@ -10,6 +10,7 @@
 #include "core/kvm.h"
 #include "core/vm.h"
 #include "x86/arch.h"
+#include "x86/host.h"
 
 /* Where KVM may put the real-mode TSS and identity map (VMX needs them). */
 #define KVM_TSS_ADDR 0xfffbd000u
@@ -80,6 +81,47 @@ int kvm_x86_irq_line(struct vm *vm, int irq, int level)
     return 0;
 }
 
+/*
+ * MSR accesses KVM would answer with #GP come to the monitor, which gives
+ * the same #GP: then a #GP from RDMSR or WRMSR is always seen before it is
+ * delivered (trace/tf.c delivers it itself), and guest_bts can filter.
+ */
+static int user_space_msr(struct vm *vm)
+{
+    if (ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_X86_USER_SPACE_MSR) <= 0)
+        return 0;
+    struct kvm_enable_cap cap = {
+        .cap = KVM_CAP_X86_USER_SPACE_MSR,
+        .args = { KVM_MSR_EXIT_REASON_FILTER | KVM_MSR_EXIT_REASON_UNKNOWN |
+                  KVM_MSR_EXIT_REASON_INVAL },
+    };
+    if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+        return error_fail_errno("KVM_ENABLE_CAP(KVM_CAP_X86_USER_SPACE_MSR)");
+    arch_vm(vm)->user_msr = true;
+    return 0;
+}
+
+/*
+ * A triple fault.  kvm_amd resets the vCPU before it reports the shutdown
+ * (svm.c, shutdown_interception: the VMCB is undefined after it), so the
+ * registers then tell where the CPU restarts, not where it failed.
+ */
+static enum vcpu_verdict on_shutdown(struct vcpu *cpu, void *ctx)
+{
+    (void)ctx;
+    struct kvm_regs r;
+    struct kvm_sregs s;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &r) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &s) < 0)
+        return VCPU_EXIT_PASS;
+    if (r.rip != 0xfff0 || s.cs.selector != 0xf000 || s.cs.base != 0xffff0000u)
+        return VCPU_EXIT_PASS;
+    vm_request_end(cpu->vm, VM_END_CRASH, VBTS_EXIT_GUEST_CRASH,
+                   "guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU %d; this host's KVM (%s) "
+                   "resets a vCPU that shuts down, so where it failed is not known",
+                   cpu->index, host_kvm_name());
+    return VCPU_EXIT_DONE;
+}
+
 int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int ncpus,
                    const struct kvm_x86_config *c)
 {
@@ -93,6 +135,8 @@ int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int n
         return -1;
     if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR) < 0)
         return error_fail_errno("KVM_SET_TSS_ADDR");
+    if (user_space_msr(vm) < 0 || vcpu_on_exit(vm, KVM_EXIT_SHUTDOWN, on_shutdown, NULL) < 0)
+        return -1;
     /* Before any vCPU exists: KVM then gives each one an in-kernel local APIC. */
     if (a->irqchip && create_irqchip(vm) < 0)
         return -1;

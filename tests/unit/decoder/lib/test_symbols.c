@@ -56,6 +56,23 @@ Test(symbols, system_map_lookup)
     vbts_symtab_free(s);
 }
 
+Test(symbols, linux_per_cpu_offsets_name_nothing)
+{
+    /* __per_cpu_start is at 0, which a map line cannot name (skipped). */
+    write_map("0000000000000000 D __per_cpu_start\n"
+              "0000000000001000 D fixed_percpu_data\n"
+              "0000000000034000 D __per_cpu_end\n"
+              "ffffffff81000000 T _stext\n");
+    char err[256];
+    struct vbts_symtab *s = vbts_symtab_load(path, err, sizeof(err));
+    cr_assert_not_null(s, "%s", err);
+    cr_assert_eq(vbts_symtab_count(s), 1);
+    uint64_t off;
+    cr_assert_null(vbts_symtab_lookup(s, 0x460997, &off), "a user-mode address");
+    cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff81000010ull, &off), "_stext");
+    vbts_symtab_free(s);
+}
+
 Test(symbols, bad_text)
 {
     char err[256];

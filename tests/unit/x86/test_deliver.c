@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/* Delivering events in software as the CPU does: frames, stacks, segments, flags. */
+#include "machine.h"
+#include "x86/deliver.h"
+
+TestSuite(deliver, .init = machine_setup, .fini = machine_teardown);
+
+static uint64_t q(uint64_t a)
+{
+    return vbts_le64(gmem_ptr(&mem, a, 8));
+}
+
+Test(deliver, page_fault_on_the_same_stack)
+{
+    gate64(14, 0x30000, 0x08, 0xe, 0, 0);
+    struct delivery d = { .kind = DELIVER_FAULT, .vector = 14, .has_error = true, .error = 2,
+                          .cr2 = 0x123456 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), 0, "%s", why);
+    cr_assert_eq(h, 0x30000);
+    cr_assert_eq(vec, 14);
+    /* RSP 0x50008 aligned down to 0x50000: SS, RSP, RFLAGS, CS, RIP, error below it. */
+    cr_assert_eq(regs.rsp, 0x50000 - 48);
+    cr_assert_eq(q(0x50000 - 48), 2, "error code");
+    cr_assert_eq(q(0x50000 - 40), 0x10000, "a fault returns to the instruction");
+    cr_assert_eq(q(0x50000 - 32), 0x08);
+    cr_assert_eq(q(0x50000 - 24), 0x202 | RFLAGS_RF, "fault-class: RF in the image");
+    cr_assert_eq(q(0x50000 - 16), 0x50008, "the stack pointer before the alignment");
+    cr_assert_eq(q(0x50000 - 8), 0x10);
+    cr_assert_eq(regs.rip, 0x30000);
+    cr_assert_eq(regs.rflags & RFLAGS_IF, 0, "an interrupt gate clears IF");
+    cr_assert_eq(sregs.cr2, 0x123456);
+}
+
+Test(deliver, int3_from_user_mode_switches_stacks)
+{
+    to_user();
+    gate64(3, 0x31000, 0x08, 0xf, 3, 0);
+    regs.rflags = 0x246 | RFLAGS_TF;
+    struct delivery d = { .kind = DELIVER_TRAP, .vector = 3, .insn_len = 1 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), 0, "%s", why);
+    cr_assert_eq(regs.rsp, 0x90000 - 40, "RSP0 from the TSS");
+    cr_assert_eq(q(0x90000 - 40), 0x10001, "a trap returns after the instruction");
+    cr_assert_eq(q(0x90000 - 32), 0x23);
+    cr_assert_eq(q(0x90000 - 24), 0x246 | RFLAGS_TF, "the image keeps what the guest had");
+    cr_assert_eq(q(0x90000 - 16), 0x50008);
+    cr_assert_eq(q(0x90000 - 8), 0x1b);
+    cr_assert_eq(cpu_cpl(&sregs), 0);
+    cr_assert_eq(sregs.ss.selector, 0, "a null SS at the new privilege");
+    cr_assert_eq(sregs.ss.dpl, 0);
+    cr_assert_eq(regs.rflags & RFLAGS_TF, 0, "delivery clears TF");
+    cr_assert_eq(regs.rflags & RFLAGS_IF, RFLAGS_IF, "a trap gate keeps IF");
+}
+
+Test(deliver, int_n_through_a_kernel_gate_is_a_gp)
+{
+    to_user();
+    gate64(0x80, 0x32000, 0x08, 0xe, 0, 0);
+    gate64(13, 0x33000, 0x08, 0xe, 0, 0);
+    struct delivery d = { .kind = DELIVER_SOFT, .vector = 0x80, .insn_len = 2 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), 0, "%s", why);
+    cr_assert_eq(vec, 13);
+    cr_assert_eq(h, 0x33000);
+    cr_assert_eq(q(regs.rsp), 0x80 * 8 + 2, "the error code names the gate");
+    cr_assert_eq(q(regs.rsp + 8), 0x10000, "#GP is a fault: it returns to the int");
+}
+
+Test(deliver, nmi_on_its_ist_stack)
+{
+    gate64(2, 0x34000, 0x08, 0xe, 0, 1);
+    struct delivery d = { .kind = DELIVER_NMI, .vector = 2 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), 0, "%s", why);
+    cr_assert_eq(regs.rsp, 0xa0000 - 40);
+    cr_assert_eq(q(0xa0000 - 40), 0x10000, "an interrupt returns to the next instruction");
+}
+
+Test(deliver, refusals_leave_the_state_alone)
+{
+    struct kvm_regs r0 = regs;
+    struct delivery d = { .kind = DELIVER_FAULT, .vector = 6 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), -1);
+    cr_assert_str_eq(why, "the IDT entry is not present (the CPU raises #NP)");
+    cr_assert_eq(memcmp(&r0, &regs, sizeof(r0)), 0);
+    gate64(6, 0x35000, 0x08, 0xe, 0, 0);
+    PTE(0x4f000, 0);                    /* the stack page is gone */
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), -1);
+    cr_assert_str_eq(why, "the stack for the frame is not mapped (the CPU raises #PF, then #DF)");
+    cr_assert_eq(memcmp(&r0, &regs, sizeof(r0)), 0);
+}
+
+Test(deliver, protected_mode_32_bit_gate)
+{
+    sregs.cr0 = 0x11;                   /* paging off */
+    sregs.efer = 0;
+    sregs.cs = (struct kvm_segment){ .selector = 0x28, .limit = 0xffffffff, .type = 0xb,
+                                     .present = 1, .s = 1, .db = 1, .g = 1 };
+    sregs.idt.limit = 256 * 8 - 1;
+    uint8_t *g = gmem_ptr(&mem, 0x8000 + 8 * 6, 8);
+    memset(g, 0, 8);
+    vbts_put16(g, 0x6000 + 0x100);
+    vbts_put16(g + 2, 0x28);
+    g[5] = 0x8f;                        /* 32-bit trap gate */
+    regs.rsp = 0x50000;
+    struct delivery d = { .kind = DELIVER_FAULT, .vector = 6 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), 0, "%s", why);
+    cr_assert_eq(h, 0x6100);
+    cr_assert_eq(regs.rsp, 0x50000 - 12, "EIP, CS, EFLAGS: 4 bytes each, no alignment");
+    cr_assert_eq(vbts_le32(gmem_ptr(&mem, 0x50000 - 12, 4)), 0x10000);
+    cr_assert_eq(vbts_le32(gmem_ptr(&mem, 0x50000 - 8, 4)), 0x28);
+}
+
+Test(deliver, real_mode_ivt)
+{
+    sregs.cr0 = 0x10;
+    sregs.efer = 0;
+    sregs.cs = (struct kvm_segment){ .selector = 0x1000, .base = 0x10000, .limit = 0xffff,
+                                     .type = 0xb, .present = 1, .s = 1 };
+    sregs.ss = (struct kvm_segment){ .selector = 0, .base = 0, .limit = 0xffff, .type = 3,
+                                     .present = 1, .s = 1 };
+    sregs.idt.base = 0;
+    sregs.idt.limit = 0x3ff;
+    regs.rip = 0x10;
+    regs.rsp = 0x7000;
+    vbts_put32(gmem_ptr(&mem, 0x21 * 4, 4), 0x20000040);
+    struct delivery d = { .kind = DELIVER_SOFT, .vector = 0x21, .insn_len = 2 };
+    uint64_t h;
+    unsigned vec;
+    const char *why = NULL;
+    cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), 0, "%s", why);
+    cr_assert_eq(h, 0x20040);
+    cr_assert_eq(regs.rsp, 0x7000 - 6);
+    cr_assert_eq(vbts_le16(gmem_ptr(&mem, 0x7000 - 6, 2)), 0x12, "IP after the int");
+    cr_assert_eq(vbts_le16(gmem_ptr(&mem, 0x7000 - 4, 2)), 0x1000);
+    cr_assert_eq(sregs.cs.selector, 0x2000);
+}
+
+Test(deliver, syscall_from_user_mode)
+{
+    to_user();
+    sregs.efer |= EFER_SCE;
+    regs.rflags = 0x10302;              /* RF, IF, TF: the guest's own */
+    struct deliver_syscall_msrs m = { .star = 0x0023001000000000ull, .lstar = 0xffffffff81c00000ull,
+                                      .fmask = 0x47700 };
+    const char *why = NULL;
+    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), 0, "%s", why);
+    cr_assert_eq(regs.rcx, 0x10002, "RCX: the next instruction");
+    cr_assert_eq(regs.r11, 0x302, "R11: RFLAGS without RF");
+    cr_assert_eq(regs.rflags, 0x2, "RFLAGS masked by FMASK (TF, IF, DF, AC, NT)");
+    cr_assert_eq(regs.rip, 0xffffffff81c00000ull);
+    cr_assert_eq(sregs.cs.selector, 0x10);
+    cr_assert(sregs.cs.l && sregs.cs.dpl == 0);
+    cr_assert_eq(sregs.ss.selector, 0x18);
+    cr_assert_eq(sregs.ss.dpl, 0, "CPL 0");
+}
+
+Test(deliver, syscall_refused_without_sce_or_outside_64_bit_mode)
+{
+    struct deliver_syscall_msrs m = { .star = 0x0023001000000000ull, .lstar = 0x1234 };
+    const char *why = NULL;
+    sregs.efer &= ~EFER_SCE;
+    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), -1);
+    cr_assert_str_eq(why, "SYSCALL with EFER.SCE clear raises #UD");
+    sregs.efer |= EFER_SCE;
+    sregs.cs.l = 0;
+    sregs.cs.db = 1;
+    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), -1);
+    cr_assert_str_eq(why, "SYSCALL outside 64-bit mode is not modelled");
+    cr_assert_eq(regs.rip, 0x10000, "nothing changed");
+}

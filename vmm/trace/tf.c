@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The step engine on hosts that single-step with RFLAGS.TF: stock KVM on
+ * VMX and SVM.  There, delivering an exception or interrupt clears TF, so
+ * the handler would run with no step exits until its IRET.  The engine
+ * therefore lets the CPU deliver nothing while it steps:
+ *
+ *  - exceptions the next instruction raises, and software interrupts, are
+ *    foreseen (x86/fault.c) and delivered in software (x86/deliver.c): the
+ *    vCPU then stands at the handler's first instruction, which is stepped
+ *    like any other;
+ *  - interrupts and NMIs are held back (KVM_GUESTDBG_BLOCKIRQ); every few
+ *    steps, and whenever IF may have become 1, a probe run lets KVM accept
+ *    a pending one (vcpu_probe), which is then delivered in software too;
+ *  - after HLT the vCPU waits, probing, until an event comes;
+ *  - TF, which the host sets in RFLAGS, is cleared where the guest could
+ *    see it: what PUSHF pushed and what SYSCALL saved in R11;
+ *  - an event the CPU delivered anyway (one vbts did not foresee) leaves a
+ *    frame with TF set where the CPU pushes frames (x86/deliver.h): the
+ *    run then stops, saying so, rather than write a trace that misses the
+ *    handler.
+ */
+#include "trace/tf.h"
+
+#include <sys/ioctl.h>
+#include <time.h>
+
+#include "core/vcpu.h"
+#include "trace/attrib.h"
+#include "trace/step.h"
+#include "trace/window.h"
+#include "x86/debug.h"
+#include "x86/deliver.h"
+#include "x86/fault.h"
+#include "x86/host.h"
+#include "x86/rep.h"
+
+#define PROBE_EVERY 32      /* steps between asks for a pending interrupt */
+#ifndef IRQ_GAP
+#define IRQ_GAP     1024    /* steps with IF=1 after an interrupt before the next one is taken */
+#endif
+#define STORM       1000    /* exceptions delivered in a row with no instruction completing */
+#define WAIT_MIN_NS 20000   /* halted: the first wait between asks, doubling ... */
+#define WAIT_MAX_NS 2000000 /* ... up to this */
+
+static bool canonical(uint64_t a)
+{
+    return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+}
+
+/* The record kind of an event delivered in software. */
+static unsigned record_kind(enum deliver_kind k, unsigned vector, unsigned delivered)
+{
+    if ((k == DELIVER_TRAP || k == DELIVER_SOFT) && vector == delivered)
+        return VBTS_KIND_INT;
+    if (k == DELIVER_INTERRUPT)
+        return VBTS_KIND_INTERRUPT;
+    return VBTS_KIND_EXCEPTION;
+}
+
+/* Deliver now and record it: the vCPU then stands at the handler's first instruction. */
+static int deliver(struct trace_vcpu *t, const struct delivery *d)
+{
+    int cpl = cpu_cpl(&t->cpu->run->s.regs.sregs);
+    uint64_t from, to;
+    unsigned vector;
+    if (event_deliver(t->cpu, d, &from, &to, &vector) < 0)
+        return -1;
+    window_emit_branch(t, from, to, record_kind(d->kind, d->vector, vector), cpl);
+    t->halted = false;
+    return step_predict(t, false);
+}
+
+/* Does the instruction at RIP raise an exception?  Then *d delivers it. */
+static bool fault_due(struct trace_vcpu *t, struct delivery *d)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    if (cpu_decode(&v, cpu_linear_ip(v.regs, v.sregs), &in, ops, &why) < 0)
+        return fault_predict(&v, NULL, NULL, d) == FAULT_YES;
+    enum fault_verdict f = fault_predict(&v, &in, ops, d);
+    const struct branch_pred *p = &t->pred;
+    if (f == FAULT_NONE && p->kind != VBTS_KIND_UNKNOWN && p->taken && p->target_known &&
+        p->kind != VBTS_KIND_IRET && p->kind != VBTS_KIND_FAR &&
+        cpu_mode(v.sregs) == MODE_LONG64 && !canonical(p->target)) {
+        /* A near branch to a non-canonical address faults on the branch. */
+        *d = (struct delivery){ .kind = DELIVER_FAULT, .vector = 13, .has_error = true };
+        return true;
+    }
+    return f == FAULT_YES;
+}
+
+/*
+ * Stepped, the guest runs a thousand times slower than its clocks: a timer
+ * interrupt's handler outlasts the timer's period, and taken whenever
+ * pending, the next tick would come at the handler's IRET, for good.  So
+ * after an interrupt the guest gets IRQ_GAP steps it could have been
+ * interrupted in (IF=1) before the next is taken: a latency, as a busy
+ * CPU's, never a wrong record.
+ */
+static bool probe_due(const struct trace_vcpu *t)
+{
+    if (t->halted)
+        return true;
+    if (!(t->cpu->run->s.regs.regs.rflags & RFLAGS_IF) || t->irq_gap)
+        return false;
+    return t->probe_soon || t->since_probe >= PROBE_EVERY;
+}
+
+/* Ask KVM for a pending interrupt or NMI: 1 and delivered, 0 none, -1 error. */
+static int probe(struct trace_vcpu *t)
+{
+    struct delivery d;
+    t->probe_soon = false;
+    t->since_probe = 0;
+    if (debug_let_irq(t->cpu) < 0 || vcpu_probe(t->cpu) < 0 || debug_rearm(t->cpu) < 0)
+        return -1;
+    int k = event_take_pending(t->cpu, &d);
+    if (k <= 0)
+        return k;
+    if (d.kind == DELIVER_INTERRUPT || d.kind == DELIVER_NMI)
+        t->irq_gap = IRQ_GAP;
+    return deliver(t, &d) < 0 ? -1 : 1;
+}
+
+static void wait_a_moment(long *ns)
+{
+    struct timespec ts = { 0, *ns };
+    nanosleep(&ts, NULL);
+    if (*ns < WAIT_MAX_NS)
+        *ns *= 2;
+}
+
+/*
+ * Whatever must happen before the instruction at RIP can run: its
+ * exception, a pending interrupt, or (halted) the wait for one.
+ */
+static int settle_events(struct trace_vcpu *t)
+{
+    long wait_ns = WAIT_MIN_NS;
+    for (unsigned faults = 0;;) {
+        if (vm_ending(t->cpu->vm) || !t->stepping)
+            return 0;
+        struct delivery d;
+        if (fault_due(t, &d)) {
+            if (++faults > STORM)
+                return error_fail("vCPU %d: %d exceptions in a row at 0x%llx and no instruction "
+                                  "completes (the CPU would shut down)", t->cpu->index, STORM,
+                                  (unsigned long long)t->pred.from);
+            if (deliver(t, &d) < 0)
+                return -1;
+            continue;
+        }
+        if (!probe_due(t))
+            return 0;
+        int k = probe(t);
+        if (k < 0)
+            return -1;
+        if (k > 0 || !t->halted)
+            continue;
+        /* Halted and nothing pending yet: wait, and follow the window meanwhile. */
+        wait_a_moment(&wait_ns);
+        if (window_poll(t) < 0)
+            return -1;
+    }
+}
+
+/*
+ * A REP STOS or MOVS at RIP: the monitor runs the iterations it can
+ * (x86/rep.c) rather than take a step exit for each.  1 if it ran some
+ * (the vCPU is at a new boundary), 0 if none, -1 on error.
+ */
+static int rep_ahead(struct trace_vcpu *t)
+{
+    unsigned m = t->pred.mnemonic;
+    if (!t->stepping || !t->pred_valid || !host_tdp() ||
+        !(m == ZYDIS_MNEMONIC_STOSB || m == ZYDIS_MNEMONIC_STOSW || m == ZYDIS_MNEMONIC_STOSD ||
+          m == ZYDIS_MNEMONIC_STOSQ || m == ZYDIS_MNEMONIC_MOVSB || m == ZYDIS_MNEMONIC_MOVSW ||
+          m == ZYDIS_MNEMONIC_MOVSD || m == ZYDIS_MNEMONIC_MOVSQ))
+        return 0;
+    struct cpu_view v;
+    trace_view(t, &v);
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    if (cpu_decode(&v, cpu_linear_ip(r, v.sregs), &in, ops, &why) < 0 ||
+        !rep_run(&v, &in, ops, r))
+        return 0;
+    if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
+        return error_fail_errno("KVM_SET_REGS");
+    /* Done: the instruction completed here.  Not yet: the CPU runs the next iteration. */
+    if (cpu_linear_ip(r, v.sregs) != t->pred.from)
+        return step_complete(t) < 0 ? -1 : 1;
+    return 1;
+}
+
+/*
+ * SYSRET takes RFLAGS from R11, where SYSCALL saved the guest's (TF
+ * cleared by vbts), and traps after itself by that new TF: TCG
+ * (gen_eob_worker's recheck) as entry_64.S says silicon does.  Without TF
+ * in R11 the vCPU would run on in user mode unstepped, interrupts held
+ * back for good.  R11 gets its own value back after the step.
+ */
+static int sysret_keeps_tf(struct trace_vcpu *t)
+{
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    if (!t->pred_valid || t->pred.mnemonic != ZYDIS_MNEMONIC_SYSRET || (r->r11 & RFLAGS_TF))
+        return 0;
+    r->r11 |= RFLAGS_TF;
+    t->r11_tf = true;
+    if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
+        return error_fail_errno("KVM_SET_REGS");
+    return 0;
+}
+
+/*
+ * SYSCALL masks TF with the kernel's FMASK and traps by the new TF (TCG,
+ * like silicon): the kernel would run unstepped up to its SYSRET.  The
+ * monitor runs the SYSCALL, so the entry's first instruction is stepped.
+ * 1 if it did (the vCPU is at a new boundary), 0 if not a SYSCALL, -1.
+ */
+static int syscall_ahead(struct trace_vcpu *t)
+{
+    if (!t->stepping || !t->pred_valid || t->pred.mnemonic != ZYDIS_MNEMONIC_SYSCALL)
+        return 0;
+    struct {
+        struct kvm_msrs h;
+        struct kvm_msr_entry e[3];
+    } m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
+                                 { .index = MSR_FMASK } } };
+    if (ioctl(t->cpu->fd, KVM_GET_MSRS, &m) != 3)
+        return error_fail_errno("KVM_GET_MSRS (STAR, LSTAR, FMASK)");
+    struct deliver_syscall_msrs msrs = { m.e[0].data, m.e[1].data, m.e[2].data };
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    struct kvm_sregs *sr = &t->cpu->run->s.regs.sregs;
+    struct kvm_regs r0 = *r;
+    struct kvm_sregs s0 = *sr;
+    int cpl = cpu_cpl(sr);
+    uint64_t from = t->pred.from;
+    const char *why;
+    if (deliver_syscall(r, sr, &msrs, t->pred.len, &why) < 0)
+        return error_fail("vCPU %d: SYSCALL at 0x%llx: %s", t->cpu->index,
+                          (unsigned long long)from, why);
+    if (ioctl(t->cpu->fd, KVM_SET_SREGS, sr) < 0 || ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0) {
+        *r = r0;
+        *sr = s0;
+        return error_fail_errno("SYSCALL on vCPU %d: KVM_SET_SREGS/KVM_SET_REGS", t->cpu->index);
+    }
+    window_emit_branch(t, from, msrs.lstar, VBTS_KIND_SYSCALL, cpl);
+    return step_predict(t, false) < 0 ? -1 : 1;
+}
+
+int tf_before_run(struct trace_vcpu *t)
+{
+    struct kvm_run *run = t->cpu->run;
+    uint32_t last = run->exit_reason;
+    bool msr = last == KVM_EXIT_X86_RDMSR || last == KVM_EXIT_X86_WRMSR;
+    /* KVM still owes this instruction its completion: nothing may come between. */
+    bool completing = last == KVM_EXIT_IO || last == KVM_EXIT_MMIO || msr;
+    if (last == KVM_EXIT_MMIO && run->mmio.is_write) {
+        /*
+         * KVM finished an MMIO write before it exited and owes it no step
+         * exit (x86.c, complete_emulated_mmio: "FIXME: return into emulator
+         * if single-stepping"): RIP is past it already.
+         */
+        run->exit_reason = KVM_EXIT_INTR;
+        t->steps++;
+        if (step_complete(t) < 0)
+            return -1;
+        completing = false;
+    } else if (msr && run->msr.error) {
+        /* The #GP KVM injects on completion: let it queue it, and deliver it here. */
+        run->exit_reason = KVM_EXIT_INTR;
+        if (probe(t) < 0)
+            return -1;
+        completing = false;
+    }
+    if (!completing) {
+        int k;
+        do {
+            if (settle_events(t) < 0 || (k = rep_ahead(t)) < 0 ||
+                (!k && (k = syscall_ahead(t)) < 0))
+                return -1;
+        } while (k > 0);
+        if (sysret_keeps_tf(t) < 0)
+            return -1;
+        t->before_regs = run->s.regs.regs;
+        t->before_sregs = run->s.regs.sregs;
+    }
+    return debug_rearm(t->cpu);
+}
+
+int tf_stepping(struct trace_vcpu *t, bool on)
+{
+    event_soft(t->cpu, on);
+    if (!on)
+        return 0;
+    t->probe_soon = true;
+    t->before_regs = t->cpu->run->s.regs.regs;
+    t->before_sregs = t->cpu->run->s.regs.sregs;
+    struct kvm_mp_state mp;
+    if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0)
+        return error_fail_errno("KVM_GET_MP_STATE");
+    t->halted = mp.mp_state == KVM_MP_STATE_HALTED;
+    return 0;
+}
+
+/* TF is the monitor's: clear it where PUSHF, SYSCALL (and vbts for SYSRET) let the guest see it. */
+static int clear_tf_leaks(struct trace_vcpu *t, unsigned mnemonic)
+{
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    const struct kvm_sregs *s = &t->cpu->run->s.regs.sregs;
+    bool sysret = mnemonic == ZYDIS_MNEMONIC_SYSRET && t->r11_tf;
+    if ((mnemonic == ZYDIS_MNEMONIC_SYSCALL && (r->r11 & RFLAGS_TF)) || sysret) {
+        r->r11 &= ~(uint64_t)RFLAGS_TF;
+        t->r11_tf = false;
+        if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
+            return error_fail_errno("KVM_SET_REGS");
+    }
+    if (mnemonic == ZYDIS_MNEMONIC_PUSHF || mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
+        mnemonic == ZYDIS_MNEMONIC_PUSHFQ) {
+        struct gmem_paging pg;
+        cpu_paging(s, &pg);
+        uint64_t top = cpu_stack_base(s) + r->rsp, fault;
+        if (cpu_mode(s) != MODE_LONG64)
+            top = (uint32_t)top;
+        uint8_t b[2];
+        if (gmem_read_linear(&t->cpu->vm->mem, &pg, top, b, 2) == GMEM_OK && (b[1] & 1)) {
+            b[1] &= (uint8_t)~1;
+            gmem_write_linear(&t->cpu->vm->mem, &pg, top + 1, b + 1, 1, &fault);
+        }
+    }
+    return 0;
+}
+
+/* What follows an instruction that completed at `rip`. */
+static int after(struct trace_vcpu *t, const struct branch_pred *p, uint64_t rip)
+{
+    unsigned m = p->mnemonic;
+    if (m == ZYDIS_MNEMONIC_STI || m == ZYDIS_MNEMONIC_POPF || m == ZYDIS_MNEMONIC_POPFD ||
+        m == ZYDIS_MNEMONIC_POPFQ || p->kind == VBTS_KIND_IRET)
+        t->probe_soon = true;           /* IF may be 1 now */
+    if (m == ZYDIS_MNEMONIC_HLT && rip == p->from + p->len)
+        t->halted = true;
+    return clear_tf_leaks(t, m);
+}
+
+/*
+ * After these the next instruction may run without a step exit of its
+ * own: MOV SS on every host (its shadow holds the trap back); STI and
+ * PAUSE where QEMU's TCG stands in for the CPU (an inhibiting instruction
+ * gets no trap, and PAUSE leaves the translation block without one).
+ */
+static bool swallows_step(const struct branch_pred *p)
+{
+    return p->shadow || p->mnemonic == ZYDIS_MNEMONIC_STI || p->mnemonic == ZYDIS_MNEMONIC_PAUSE;
+}
+
+/*
+ * The instruction at `next` ran without a step exit and left the vCPU at
+ * `rip`; so may a run of them, each after one that swallows the step.
+ * *s is the last, when they explain `rip`; *first the one at `next`.
+ */
+static bool shadowed(const struct cpu_view *v, uint64_t next, uint64_t rip, struct branch_pred *s)
+{
+    const char *why;
+    for (int n = 0; n < 4; n++) {
+        if (branch_predict_at(v, next, s, &why) < 0)
+            return false;
+        if (s->kind != VBTS_KIND_UNKNOWN && !(s->kind == VBTS_KIND_JCC && !s->taken))
+            return s->taken && s->target_known && rip == s->target;
+        if (rip == next + s->len)
+            return true;
+        if (!swallows_step(s))
+            return false;
+        next += s->len;
+    }
+    return false;
+}
+
+static int lost(struct trace_vcpu *t, uint64_t from, uint64_t rip)
+{
+    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                   "trace lost step synchronisation: the instruction at 0x%llx was followed by "
+                   "0x%llx, which it cannot reach", (unsigned long long)from,
+                   (unsigned long long)rip);
+    return -1;
+}
+
+int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    const struct branch_pred *p = &t->pred;
+    struct deliver_before b = { &t->before_regs, &t->before_sregs, t->before_regs.rip + p->len };
+    if (deliver_seen(v->mem, &b)) {
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                       "trace stopped at 0x%llx: an exception or interrupt came that vbts did "
+                       "not foresee, and this host (%s) ran its handler without single-steps; "
+                       "the trace ends here rather than miss it", (unsigned long long)p->from,
+                       host_kvm_name());
+        return -1;
+    }
+    t->since_probe++;
+    if (t->irq_gap && (t->before_regs.rflags & RFLAGS_IF))
+        t->irq_gap--;
+    if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
+        uint64_t target = p->target_known ? p->target : rip;
+        if (rip != target)
+            return lost(t, p->from, rip);
+        window_emit_branch(t, p->from, target, p->kind, p->cpl);
+        return after(t, p, rip);
+    }
+    uint64_t next = p->from + p->len;
+    /* REP iterations step in place. */
+    if (rip == next || rip == p->from)
+        return after(t, p, rip);
+    struct branch_pred s;
+    if (!swallows_step(p) || !shadowed(v, next, rip, &s))
+        return lost(t, p->from, rip);
+    if (after(t, p, next) < 0)
+        return -1;
+    if (s.kind != VBTS_KIND_UNKNOWN && s.taken)
+        window_emit_branch(t, s.from, rip, s.kind, s.cpl);
+    return after(t, &s, rip);
+}
+
+void tf_event(struct trace_vcpu *t, const struct event *ev)
+{
+    static const unsigned kind[] = {
+        [EVENT_EXCEPTION] = VBTS_KIND_EXCEPTION, [EVENT_INTERRUPT] = VBTS_KIND_INTERRUPT,
+        [EVENT_NMI] = VBTS_KIND_EXCEPTION, [EVENT_SOFT_INT] = VBTS_KIND_INT,
+    };
+    window_emit_branch(t, ev->from, ev->to, kind[ev->kind], ev->from_cpl);
+    t->halted = false;
+    if (step_predict(t, false) < 0)
+        return;
+    t->before_regs = t->cpu->run->s.regs.regs;
+    t->before_sregs = t->cpu->run->s.regs.sregs;
+    if (debug_rearm(t->cpu) < 0)
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Delivering an exception or interrupt as the CPU does, in software: the
+ * guest's IDT gate, the handler's code segment, the stack (the TSS's for a
+ * privilege change or an IST), the frame, and the new RIP, RSP, RFLAGS,
+ * CS, SS (and CR2 for #PF), on a register snapshot and guest memory.
+ *
+ * Why: on hosts that single-step with RFLAGS.TF (VMX, SVM), delivering an
+ * event clears TF and the handler runs with no step exits until its IRET.
+ * Delivered here, the vCPU stands at the handler's first instruction and
+ * every branch of the handler is stepped (docs/engine.md).
+ *
+ * Long mode (64-bit gates), protected mode (32- and 16-bit interrupt and
+ * trap gates) and real mode (the IVT).  What is not modelled (task gates,
+ * virtual-8086 mode, LDT selectors, a delivery that itself faults) is
+ * refused with a reason, never approximated.
+ */
+#ifndef VBTS_X86_DELIVER_H
+#define VBTS_X86_DELIVER_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/gmem.h"
+
+enum deliver_kind {
+    DELIVER_FAULT,          /* an exception the instruction raised: the frame returns to it */
+    DELIVER_TRAP,           /* int3, into, int1: the frame returns after it */
+    DELIVER_SOFT,           /* int n: after it, and the gate's DPL is checked */
+    DELIVER_INTERRUPT,      /* external: the frame returns to the next instruction */
+    DELIVER_NMI,
+};
+
+struct delivery {
+    enum deliver_kind kind;
+    uint8_t vector;
+    bool has_error;
+    uint32_t error;
+    uint64_t cr2;           /* #PF: the faulting linear address */
+    uint8_t insn_len;       /* TRAP, SOFT: the instruction's length */
+};
+
+/* Whether an exception pushes an error code (outside real mode). */
+bool deliver_has_error_code(unsigned vector);
+
+/*
+ * Deliver on r and s, writing the frame into guest memory: 0 and the
+ * handler's linear address in *handler, or -1 with *why set (nothing
+ * written).  A software interrupt through a gate whose DPL is below CPL
+ * becomes the #GP the CPU raises instead (d is not changed; *vector says
+ * which vector was delivered).
+ */
+int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
+                  const struct delivery *d, uint64_t *handler, unsigned *vector,
+                  const char **why);
+
+/* The MSRs SYSCALL reads. */
+struct deliver_syscall_msrs {
+    uint64_t star, lstar, fmask;
+};
+
+/*
+ * SYSCALL in 64-bit mode, as the CPU runs it, on r and s: RCX the next
+ * instruction, R11 RFLAGS (RF clear), RFLAGS masked with FMASK, CS and SS
+ * from STAR at CPL0, RIP = LSTAR.  0, or -1 with *why (nothing changed)
+ * outside 64-bit mode (Intel refuses SYSCALL in compatibility mode, AMD
+ * takes CSTAR: not modelled) or when EFER.SCE is clear (#UD).
+ */
+int deliver_syscall(struct kvm_regs *r, struct kvm_sregs *s, const struct deliver_syscall_msrs *m,
+                    uint8_t insn_len, const char **why);
+
+/* What a step started from, to look for a frame the CPU pushed during it. */
+struct deliver_before {
+    const struct kvm_regs *regs;    /* registers and segments before the step */
+    const struct kvm_sregs *sregs;
+    uint64_t next_rip;              /* the instruction's end (a trap's return address) */
+};
+
+/*
+ * The CPU delivered an event during the step, on its own: a frame returning
+ * to the instruction (or after it) with TF set in its RFLAGS image, where
+ * the CPU pushes frames for this privilege (the stack, RSP0, the ISTs).
+ * While a host steps with RFLAGS.TF, only such a delivery leaves TF in a
+ * frame: frames delivered in software have it clear, and vbts clears it
+ * where PUSHF and SYSCALL copied it.  That handler ran unseen.
+ */
+bool deliver_seen(const struct gmem *mem, const struct deliver_before *b);
+
+#endif

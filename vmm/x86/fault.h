@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Will this instruction raise an exception, and which?  Decided before it
+ * runs, from its bytes (Zydis), the registers, and the guest's page
+ * tables, for the exceptions that code commonly raises: #PF on its fetch
+ * and its memory operands (presence, write, user, NX, SMEP, SMAP), #GP for
+ * non-canonical addresses, privileged instructions and branch targets,
+ * #UD (ud0/1/2), #DE (the divisor and the quotient), #NM (CR0.TS),
+ * #AC, and the software interrupts (int3, int n, into, int1).
+ *
+ * FAULT_UNKNOWN is an honest answer: far transfers, segment loads, I/O
+ * permission bitmaps, gathers and the like are not modelled; the engine
+ * then runs the instruction and checks what happened (docs/engine.md).
+ */
+#ifndef VBTS_X86_FAULT_H
+#define VBTS_X86_FAULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "x86/cpu.h"
+#include "x86/deliver.h"
+
+enum fault_verdict { FAULT_NONE, FAULT_YES, FAULT_UNKNOWN };
+
+/*
+ * in/ops: the instruction at the vCPU's RIP, or in == NULL when its bytes
+ * could not be fetched (then a #PF on the fetch is worked out).  On
+ * FAULT_YES, *d is the event to deliver.
+ */
+enum fault_verdict fault_predict(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                                 const ZydisDecodedOperand *ops, struct delivery *d);
+
+/* The page-level checks of a data access of len bytes at lin (#PF, or none). */
+enum fault_verdict fault_page(const struct cpu_view *v, uint64_t lin, uint64_t len, bool write,
+                              struct delivery *d);
+
+#endif

@@ -144,14 +144,21 @@ static char *put_time(char *p, uint64_t ns)
 
 static struct vbts_symtab *symtab;
 
-/* name+0xoff, cut at SYM_MAX; for JSON, quotes and controls escaped. */
+/*
+ * name+0xoff; for JSON, quotes and backslashes escaped, controls made '?'.
+ * At most SYM_MAX bytes *written*: escaping doubles a name, and two of them
+ * must fit a line.
+ */
 static char *put_sym(char *p, uint64_t addr, int json)
 {
     char buf[SYM_MAX + 32];
     vbts_symtab_format(symtab, addr, buf, sizeof(buf));
-    for (const char *c = buf; *c && c - buf < SYM_MAX; c++) {
+    char *end = p + SYM_MAX;
+    for (const char *c = buf; *c && p < end; c++) {
         unsigned char ch = (unsigned char)*c;
         if (json && (ch == '"' || ch == '\\')) {
+            if (end - p < 2)
+                break;
             *p++ = '\\';
             *p++ = (char)ch;
         } else if (ch < 0x20 || ch == 0x7f) {

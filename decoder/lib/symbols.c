@@ -262,9 +262,18 @@ const char *vbts_symtab_lookup(const struct vbts_symtab *s, uint64_t addr, uint6
         else
             hi = mid;
     }
-    while (lo > 0 && s->sym[lo - 1].addr == s->sym[lo].addr)
-        lo--;
-    const struct sym *sym = &s->sym[lo];
+    /* The first of equal addresses (sorted by file order), in O(log n) too. */
+    uint64_t at = s->sym[lo].addr;
+    size_t first = 0;
+    hi = lo;
+    while (first < hi) {
+        size_t mid = first + (hi - first) / 2;
+        if (s->sym[mid].addr < at)
+            first = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct sym *sym = &s->sym[first];
     if (sym->size && addr - sym->addr >= sym->size)
         return NULL;
     *offset = addr - sym->addr;

@@ -29,7 +29,7 @@ if [ -z "$user_skip" ]; then
     mkdir -p "$TMP/y"
     cp "$YIELD" "$TMP/y/yield"
     { cat "$LINUX_INITRD"; (cd "$TMP/y" && echo yield | cpio -o -H newc --quiet -R 0:0 | gzip -9); } >"$TMP/yield.cpio"
-    for run in syscall:10000 syscall_cr3:3000; do
+    for run in syscall:10000 syscall_cr3:10000; do
         name=${run%:*} n=${run#*:}
         extra=
         [ "$name" = syscall_cr3 ] && extra="--cr3 start"
@@ -84,14 +84,14 @@ else
     departs=$(grep -c '"kind":"ctx-depart"' "$TMP/syscall.json")
 
     if grep -q '"from_sym":"__x64_sys_newuname+0x[0-9a-f]*"' <<<"$(grep -m 1 '"from"' "$TMP/syscall.json")" &&
-       [ -n "$back" ] && [ "$nuser" -ge 20 ] && [ "$ncr3" -ge 2 ] && [ "$departs" -ge 2 ]; then
+       [ -n "$back" ] && [ "$nuser" -ge 10 ] && [ "$ncr3" -ge 2 ] && [ "$departs" -ge 2 ]; then
         ok "syscall: kernel path, return to user mode, $nuser user-mode branches, $departs context switches between $ncr3 address spaces"
     else
         not_ok "syscall: kernel path, return to user, user-mode branches, context switches"
         diag "first: $first" "return to user: ${back:-none}" "user-mode records: $nuser" "address spaces: $ncr3, departures: $departs"
     fi
 
-    user_window syscall_cr3 3000
+    user_window syscall_cr3 10000
     with_cr3 "$TMP/syscall_cr3.json" >"$TMP/syscall_cr3.rec"
     mine=$(grep -m 1 '"kind":"ctx-arrive"' "$TMP/syscall_cr3.json" | sed 's/.*"cr3":"\([0-9a-fx]*\)".*/\1/')
     others=$(grep '"kind":"ctx-arrive"' "$TMP/syscall_cr3.json" | grep -vc "\"cr3\":\"$mine\"")

@@ -98,6 +98,33 @@ line=$("$VBTS_DECODE" --format json --symbols "$TMP/b64.map" "$TMP/w.vbts" | sed
 want='{"cpu":0,"seq":2,"from":"0x100088","to":"0x10008c","kind":"jmp","from_sym":"main64+0x0","to_sym":"main64.jmp8_t+0x0"}'
 [ "$line" = "$want" ] && ok "vbts-decode --symbols: from_sym/to_sym in JSON" || { not_ok "vbts-decode --symbols (json)"; diag "got:  $line" "want: $want"; }
 
+# A name that JSON must escape (371 quotes), on every line of a 2,100-record
+# trace: each line is valid JSON with the name cut, not a line that outgrows
+# the decoder's buffer (it did: a global-buffer-overflow, SIGSEGV released).
+{ printf '0000000000100000 t '; printf '"%.0s' $(seq 371); printf 'abc\n'; } >"$TMP/q.map"
+nasm -f bin -Iguest-stub/include/ -DLOOPS=700 -DPAD=0 -o "$TMP/loop.bin" bench/loop.asm
+v -q --trace "$TMP/q.vbts" "$TMP/loop.bin"
+"$VBTS_DECODE" --format json --symbols "$TMP/q.map" "$TMP/q.vbts" >"$TMP/q.json" 2>"$TMP/q.err"
+drc=$?
+got=$(python3 -c '
+import json, sys
+n = 0
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    for k in ("from_sym", "to_sym"):
+        if k in o:
+            assert o[k].strip("\"") in ("", "abc") or o[k] == "\"" * len(o[k]), o[k][:40]
+            assert len(o[k]) <= 400, len(o[k])
+    n += "from" in o
+print(n)' "$TMP/q.json" 2>&1)
+want=$("$VBTS_DECODE" "$TMP/q.vbts" | grep -vc -- ' -- ')
+long=$(awk 'length($0) > 1000' "$TMP/q.json" | wc -l)
+if [ $drc = 0 ] && [ "$got" = "$want" ] && [ "$want" -ge 2100 ] && [ "$long" = 0 ]; then
+    ok "vbts-decode --format json: a name needing escapes, on $want records: every line valid JSON and under 1000 bytes"
+else
+    not_ok "vbts-decode --format json: escaped names"; diag "decode status $drc, records $want, check: $got, lines over 1000 bytes: $long"; diag_file "$TMP/q.err"
+fi
+
 # Bad window options: exact message, status 125.
 bad() { # WANT-MESSAGE ARGS...
     local want=$1; shift

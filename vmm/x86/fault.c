@@ -234,9 +234,15 @@ static int divide_check(const struct cpu_view *v, const ZydisDecodedInstruction 
         __int128 sd = w == 128 ? (__int128)dividend
                                : (__int128)(dividend << (128 - w)) >> (128 - w);
         __int128 sv = (__int128)((int64_t)(divisor << (64 - bits)) >> (64 - bits));
-        __int128 q = sd / sv;
-        __int128 lim = (__int128)1 << (bits - 1);
-        overflow = (sd == -((__int128)1 << (w - 1)) && sv == -1) || q >= lim || q < -lim;
+        /* The most negative 128-bit dividend over -1 overflows the division itself. */
+        __int128 min = (__int128)((unsigned __int128)1 << (w - 1)) * (w == 128 ? 1 : -1);
+        if (sv == -1 && sd == min) {
+            overflow = true;
+        } else {
+            __int128 q = sd / sv;
+            __int128 lim = (__int128)1 << (bits - 1);
+            overflow = q >= lim || q < -lim;
+        }
     }
     if (overflow) {
         set_fault(d, 0, false, 0);

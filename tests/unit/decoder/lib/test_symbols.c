@@ -108,3 +108,30 @@ Test(symbols, elf_symbols_of_this_binary)
     cr_assert_eq(vbts_symtab_probe(1), 4);
     vbts_symtab_free(s);
 }
+
+/*
+ * 200,000 names at one address: each lookup finds the first of them by
+ * binary search.  Walking back over the equals took 12 s for these 20,000
+ * lookups; the timeout fails that.
+ */
+Test(symbols, duplicate_addresses_in_log_time, .timeout = 5)
+{
+    FILE *f = fdopen(mkstemp(strcpy(path, "/tmp/vbts-sym-XXXXXX")), "w");
+    cr_assert_not_null(f);
+    fprintf(f, "ffffffff80000000 t before\n");
+    for (int i = 0; i < 200000; i++)
+        fprintf(f, "ffffffff81000000 t dup%d\n", i);
+    fprintf(f, "ffffffff82000000 t after\n");
+    fclose(f);
+    char err[256];
+    struct vbts_symtab *s = vbts_symtab_load(path, err, sizeof(err));
+    cr_assert_not_null(s, "%s", err);
+    uint64_t off;
+    for (int i = 0; i < 20000; i++) {
+        const char *n = vbts_symtab_lookup(s, 0xffffffff81000000ull + (uint64_t)i, &off);
+        cr_assert(n && !strcmp(n, "dup0") && off == (uint64_t)i);
+    }
+    cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff80000010ull, &off), "before");
+    cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff82000010ull, &off), "after");
+    vbts_symtab_free(s);
+}

@@ -72,7 +72,8 @@ $(BUILD)/guest-stub/linux/yield: guest-stub/linux/yield.c
 deps:
 	@tests/deps.sh
 
-tests: all $(BUILD)/tests/unit-tests
+# The benchmark tools too, so that they cannot rot unseen.
+tests: all $(BUILD)/tests/unit-tests $(BUILD)/bench/sockbench
 
 test: deps
 	$(MAKE) tests

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Socket streaming throughput: the monitor's real record path (trace_emit,
+ * Socket streaming throughput: the monitor's real record path (sink_emit,
  * sealed chunks, the socket buffer and server) with a synthetic producer,
  * so the guest's single-step speed is not what is measured.  One run writes
  * a file and serves a unix socket (block mode); a client reads the socket
@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <vbts/client.h>
 
-#include "options.h"
-#include "trace.h"
+#include "core/error.h"
+#include "export/sink.h"
 
 static double now(void)
 {
@@ -35,14 +35,14 @@ static uint64_t nrec;
 
 static void *producer(void *arg)
 {
-    struct trace_vcpu *t = arg;
-    trace_emit_start(t);
+    struct sink *t = arg;
+    sink_emit_start(t, 0);
     for (uint64_t i = 0; i < nrec; i++) {
         struct vbts_record r = { 0x100000 + (i & 0xfff), 0x100000 + ((i * 7) & 0xfff),
                                  (uint64_t)(1 + i % 6) << VBTS_KIND_SHIFT };
-        trace_emit(t, r);
+        sink_emit(t, 0, r);
     }
-    trace_vcpu_stop(t, VBTS_STOP_GUEST_EXIT);
+    sink_stop(t, 0, VBTS_STOP_GUEST_EXIT);
     return NULL;
 }
 
@@ -82,16 +82,13 @@ int main(int argc, char **argv)
     snprintf(sock, sizeof(sock), "%s/bench.sock", argv[1]);
     snprintf(addr, sizeof(addr), "unix:%s", sock);
     const char *dests[] = { file, addr };
-    struct trace_sink_config c = { .dests = dests, .ndests = 2, .buffer_size = 4u << 20,
-                                   .overflow = 0, .linger = 0, .quiet = true };
-    struct trace_sink *s = trace_sink_open(&c, 1);
+    struct sink_config c = { .dests = dests, .ndests = 2, .buffer_size = 4u << 20,
+                             .overflow = 0, .linger = 0, .quiet = true };
+    struct sink *s = sink_open(&c, 1);
     if (!s) {
-        fprintf(stderr, "sockbench: %s\n", vbts_last_error());
+        fprintf(stderr, "sockbench: %s\n", error_last());
         return 1;
     }
-    struct vm vm = { .ncpus = 1 };
-    struct vcpu cpu = { .vm = &vm, .index = 0 };
-    struct trace_vcpu *t = trace_vcpu_new(s, &cpu, 0);
 
     char err[256];
     struct vbts_client *cl = vbts_client_open(addr, err, sizeof(err));
@@ -109,14 +106,13 @@ int main(int argc, char **argv)
     memset(cbuf, 1, cap);
     pthread_t th;
     double t0 = now();
-    pthread_create(&th, NULL, producer, t);
+    pthread_create(&th, NULL, producer, s);
     uint64_t bytes = drain_fd(vbts_client_fd(cl), sbuf, cap);
     double t1 = now();
     pthread_join(th, NULL);
-    trace_sink_finish(s);
+    sink_finish(s);
     vbts_client_close(cl);
-    trace_sink_close(s);
-    trace_vcpu_free(t);
+    sink_close(s);
 
     /* The same bytes through cat and a pipe. */
     int pfd[2];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # linux_trace.t: a trace window inside Debian's kernel, opened by a symbol
-# (hardware breakpoint, then single-step) for 50,000 branches: it must
+# (a hardware breakpoint, or the symbol's page hidden where breakpoints do
+# not fire; then single-step) for 50,000 branches: it must
 # decode with the kernel's real symbols, carry context markers, and pass
 # --verify-flow with 0 violations.  --stop-after-trace ends the run when
 # the window closes, so no full boot is needed.  The 2-vCPU window runs

@@ -31,6 +31,7 @@
 #include "trace/window.h"
 #include "x86/debug.h"
 #include "x86/deliver.h"
+#include "x86/event.h"
 #include "x86/fault.h"
 #include "x86/host.h"
 #include "x86/rep.h"
@@ -227,30 +228,11 @@ static int syscall_ahead(struct trace_vcpu *t)
 {
     if (!t->stepping || !t->pred_valid || t->pred.mnemonic != ZYDIS_MNEMONIC_SYSCALL)
         return 0;
-    struct {
-        struct kvm_msrs h;
-        struct kvm_msr_entry e[3];
-    } m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
-                                 { .index = MSR_FMASK } } };
-    if (ioctl(t->cpu->fd, KVM_GET_MSRS, &m) != 3)
-        return error_fail_errno("KVM_GET_MSRS (STAR, LSTAR, FMASK)");
-    struct deliver_syscall_msrs msrs = { m.e[0].data, m.e[1].data, m.e[2].data };
-    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
-    struct kvm_sregs *sr = &t->cpu->run->s.regs.sregs;
-    struct kvm_regs r0 = *r;
-    struct kvm_sregs s0 = *sr;
-    int cpl = cpu_cpl(sr);
-    uint64_t from = t->pred.from;
-    const char *why;
-    if (deliver_syscall(r, sr, &msrs, t->pred.len, &why) < 0)
-        return error_fail("vCPU %d: SYSCALL at 0x%llx: %s", t->cpu->index,
-                          (unsigned long long)from, why);
-    if (ioctl(t->cpu->fd, KVM_SET_SREGS, sr) < 0 || ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0) {
-        *r = r0;
-        *sr = s0;
-        return error_fail_errno("SYSCALL on vCPU %d: KVM_SET_SREGS/KVM_SET_REGS", t->cpu->index);
-    }
-    window_emit_branch(t, from, msrs.lstar, VBTS_KIND_SYSCALL, cpl);
+    int cpl = cpu_cpl(&t->cpu->run->s.regs.sregs);
+    uint64_t to;
+    if (event_syscall(t->cpu, t->pred.len, &to) < 0)
+        return -1;
+    window_emit_branch(t, t->pred.from, to, VBTS_KIND_SYSCALL, cpl);
     return step_predict(t, false) < 0 ? -1 : 1;
 }
 

@@ -6,6 +6,13 @@
 
 #include "vbts/le.h"
 
+void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl)
+{
+    *s = (struct kvm_segment){ .base = 0, .limit = 0xffffffff, .selector = sel,
+                               .type = code ? 0xb : 0x3, .present = 1, .dpl = (uint8_t)dpl, .s = 1,
+                               .l = code, .db = !code, .g = 1 };
+}
+
 enum cpu_mode cpu_mode(const struct kvm_sregs *s)
 {
     if (!(s->cr0 & 1))

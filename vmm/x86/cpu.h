@@ -43,6 +43,8 @@ enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG6
 #define MSR_FMASK 0xc0000084u
 
 enum cpu_mode cpu_mode(const struct kvm_sregs *s);
+/* A flat 64-bit code segment (code) or data/stack segment, as SYSCALL and SYSRET load them. */
+void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl);
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
 /* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
 uint64_t cpu_code_base(const struct kvm_sregs *s);

@@ -383,9 +383,7 @@ int deliver_syscall(struct kvm_regs *r, struct kvm_sregs *s, const struct delive
     r->r11 = r->rflags & ~(uint64_t)RFLAGS_RF;
     r->rflags = (r->rflags & ~m->fmask & ~(uint64_t)RFLAGS_RF) | 2;
     r->rip = m->lstar;
-    s->cs = (struct kvm_segment){ .selector = sel, .base = 0, .limit = 0xffffffff, .type = 0xb,
-                                  .present = 1, .dpl = 0, .s = 1, .l = 1, .db = 0, .g = 1 };
-    s->ss = (struct kvm_segment){ .selector = (uint16_t)(sel + 8), .base = 0, .limit = 0xffffffff,
-                                  .type = 0x3, .present = 1, .dpl = 0, .s = 1, .db = 1, .g = 1 };
+    cpu_flat64_segment(&s->cs, sel, true, 0);
+    cpu_flat64_segment(&s->ss, (uint16_t)(sel + 8), false, 0);
     return 0;
 }

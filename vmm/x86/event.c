@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <linux/kvm.h>
 
+#include "core/error.h"
 #include "core/vm.h"
 #include "x86/arch.h"
 #include "x86/cpu.h"
@@ -123,6 +124,41 @@ int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, ui
         if (ioctl(cpu->fd, KVM_SET_VCPU_EVENTS, &e) < 0)
             return error_fail_errno("KVM_SET_VCPU_EVENTS");
     }
+    return 0;
+}
+
+int event_syscall_msrs(struct vcpu *cpu, struct deliver_syscall_msrs *m)
+{
+    struct {
+        struct kvm_msrs h;
+        struct kvm_msr_entry e[3];
+    } g = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
+                                 { .index = MSR_FMASK } } };
+    if (ioctl(cpu->fd, KVM_GET_MSRS, &g) != 3)
+        return error_fail_errno("KVM_GET_MSRS (STAR, LSTAR, FMASK) on vCPU %d", cpu->index);
+    *m = (struct deliver_syscall_msrs){ g.e[0].data, g.e[1].data, g.e[2].data };
+    return 0;
+}
+
+int event_syscall(struct vcpu *cpu, uint8_t insn_len, uint64_t *to)
+{
+    struct deliver_syscall_msrs m;
+    if (event_syscall_msrs(cpu, &m) < 0)
+        return -1;
+    struct kvm_regs *r = &cpu->run->s.regs.regs;
+    struct kvm_sregs *s = &cpu->run->s.regs.sregs;
+    struct kvm_regs r0 = *r;
+    struct kvm_sregs s0 = *s;
+    const char *why;
+    uint64_t from = cpu_linear_ip(r, s);
+    if (deliver_syscall(r, s, &m, insn_len, &why) < 0)
+        return error_fail("vCPU %d: SYSCALL at 0x%llx: %s", cpu->index, (unsigned long long)from, why);
+    if (ioctl(cpu->fd, KVM_SET_SREGS, s) < 0 || ioctl(cpu->fd, KVM_SET_REGS, r) < 0) {
+        *r = r0;
+        *s = s0;
+        return error_fail_errno("SYSCALL on vCPU %d: KVM_SET_SREGS/KVM_SET_REGS", cpu->index);
+    }
+    *to = m.lstar;
     return 0;
 }
 

@@ -61,6 +61,15 @@ int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, ui
  * NMI, an exception it queued), taken back from KVM into *d.  1 if there
  * was one, 0 if not, -1 with the error set.
  */
+/* STAR, LSTAR and FMASK: 0, or -1 with the error set. */
+struct deliver_syscall_msrs;
+int event_syscall_msrs(struct vcpu *cpu, struct deliver_syscall_msrs *m);
+/*
+ * Run the SYSCALL (insn_len bytes) at the vCPU's RIP as the CPU does
+ * (deliver_syscall) on its sync registers, and set them: 0 and LSTAR in
+ * *to, or -1 with the error set (registers unchanged).
+ */
+int event_syscall(struct vcpu *cpu, uint8_t insn_len, uint64_t *to);
 int event_take_pending(struct vcpu *cpu, struct delivery *d);
 
 int event_observe(struct vm *vm, event_observer_fn fn, void *ctx);

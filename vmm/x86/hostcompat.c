@@ -21,6 +21,7 @@
 #include "x86/arch.h"
 #include "x86/cpu.h"
 #include "x86/debug.h"
+#include "x86/deliver.h"
 #include "x86/event.h"
 #include "x86/host.h"
 
@@ -32,27 +33,6 @@ static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated
 static atomic_ulong hc_fired[HC_COUNT];
 
 
-static int get_msrs(struct vcpu *cpu, uint64_t *star, uint64_t *lstar, uint64_t *fmask)
-{
-    struct {
-        struct kvm_msrs h;
-        struct kvm_msr_entry e[3];
-    } m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
-                                 { .index = MSR_FMASK } } };
-    if (ioctl(cpu->fd, KVM_GET_MSRS, &m) != 3)
-        return -1;
-    *star = m.e[0].data;
-    *lstar = m.e[1].data;
-    *fmask = m.e[2].data;
-    return 0;
-}
-
-static void flat64(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl)
-{
-    *s = (struct kvm_segment){ .base = 0, .limit = 0xffffffff, .selector = sel,
-                               .type = code ? 0xb : 0x3, .present = 1, .dpl = dpl, .s = 1,
-                               .l = code, .db = !code, .g = 1 };
-}
 
 /*
  * SYSCALL from user mode on kvm_pvm: the host loads RCX, R11 and RIP =
@@ -92,8 +72,8 @@ static int before_run(struct vcpu *cpu, void *ctx)
     (void)ctx;
     if (arch_vcpu(cpu)->hc.pf_bp || !host_is_pvm())
         return 0;
-    uint64_t star = 0, lstar = 0, fmask = 0;
-    if (get_msrs(cpu, &star, &lstar, &fmask) < 0 || !lstar)
+    struct deliver_syscall_msrs m;
+    if (event_syscall_msrs(cpu, &m) < 0 || !m.lstar)
         return 0;                   /* the kernel has not set up SYSCALL (nor its IDT) yet */
     struct kvm_sregs sr;
     uint8_t gate[16];
@@ -134,25 +114,25 @@ static bool on_pf_breakpoint(struct vcpu *cpu, uint64_t bp, uint64_t pc)
         return false;
     struct kvm_regs regs;
     struct kvm_sregs sr;
-    uint64_t star = 0, lstar = 0, fmask = 0;
+    struct deliver_syscall_msrs m;
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0 ||
-        get_msrs(cpu, &star, &lstar, &fmask) < 0)
+        event_syscall_msrs(cpu, &m) < 0)
         return false;
     /* The #PF frame: error code, RIP, CS, RFLAGS, RSP, SS. */
     uint64_t f[6];
     struct gmem_paging pg;
     cpu_paging(&sr, &pg);
     if (gmem_read_linear(&cpu->vm->mem, &pg, regs.rsp, f, sizeof(f)) == GMEM_OK &&
-        f[1] == lstar && (f[2] & 3) == 3) {
-        uint16_t kcs = (uint16_t)(star >> 32) & 0xfffc;
-        flat64(&sr.cs, kcs, true, 0);
-        flat64(&sr.ss, kcs + 8, false, 0);
+        f[1] == m.lstar && (f[2] & 3) == 3) {
+        uint16_t kcs = (uint16_t)(m.star >> 32) & 0xfffc;
+        cpu_flat64_segment(&sr.cs, kcs, true, 0);
+        cpu_flat64_segment(&sr.ss, kcs + 8, false, 0);
         if (ioctl(cpu->fd, KVM_SET_SREGS, &sr) < 0)
             return false;
         regs.rsp = f[4];
-        regs.rip = lstar;
+        regs.rip = m.lstar;
         /* R11 holds the user's RFLAGS (the host set it, as SYSCALL does; the frame's is not). */
-        regs.rflags = (regs.r11 & ~fmask & ~(1ull << 16)) | 2;
+        regs.rflags = (regs.r11 & ~m.fmask & ~(1ull << 16)) | 2;
         if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
             return false;
         atomic_fetch_add(&hc_fired[HC_SYSCALL], 1);
@@ -217,12 +197,12 @@ static void after_stepping(struct vcpu *cpu, void *ctx)
 /* SYSRETQ (48 0f 07): the host's emulator has none. */
 static bool sysret(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
 {
-    uint64_t star = 0, lstar = 0, fmask = 0;
-    if (get_msrs(cpu, &star, &lstar, &fmask) < 0)
+    struct deliver_syscall_msrs m;
+    if (event_syscall_msrs(cpu, &m) < 0)
         return false;
-    uint16_t base = (uint16_t)(star >> 48) & 0xfffc;
-    flat64(&sr->cs, (base + 16) | 3, true, 3);
-    flat64(&sr->ss, (base + 8) | 3, false, 3);
+    uint16_t base = (uint16_t)(m.star >> 48) & 0xfffc;
+    cpu_flat64_segment(&sr->cs, (base + 16) | 3, true, 3);
+    cpu_flat64_segment(&sr->ss, (base + 8) | 3, false, 3);
     regs->rip = regs->rcx;
     regs->rflags = (regs->r11 & 0x3c7fd7) | 2;
     return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;

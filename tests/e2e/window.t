@@ -142,6 +142,14 @@ bad "vbts: --max-branches: '0' is not a positive number" --max-branches 0 "$STUB
 bad "vbts: --cpl: 'ring1' is not kernel, user or all" --cpl ring1 "$STUBS/branches64.bin"
 bad "vbts: --trace-start, --trace-stop, --max-branches, --cpl, --cr3, --verify-flow and --stop-after-trace need --trace" \
     --max-branches 5 "$STUBS/branches64.bin"
+bad "vbts: --cr3: 'pid1' is not a number or start" \
+    --trace "$TMP/x.vbts" --cr3 pid1 "$STUBS/branches64.bin"
+bad "vbts: --cr3 start needs --trace-start" \
+    --trace "$TMP/x.vbts" --cr3 start "$STUBS/branches64.bin"
+VBTS_START_TRIGGER=dr0 v -q --trace "$TMP/x.vbts" --symbols "$TMP/b64.map" --trace-start main64 "$STUBS/branches64.bin"
+want="vbts: VBTS_START_TRIGGER=dr0: expected page or breakpoint"
+if [ $rc = 125 ] && [ "$(cat "$TMP/err")" = "$want" ]; then ok "rejected: $want"
+else not_ok "rejected: $want"; diag "status $rc: $(cat "$TMP/err")"; fi
 bad "vbts: --stop-after-trace needs --trace-stop or --max-branches" \
     --trace "$TMP/x.vbts" --stop-after-trace "$STUBS/branches64.bin"
 

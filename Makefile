@@ -43,16 +43,16 @@ $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/vbts: $(BUILD)/vmm/cli/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf -lseccomp
 
-$(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/libvbtsdecode.a
+$(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/decoder/cli/format.o $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lelf
 
 $(BUILD)/vbts-ctl: $(BUILD)/decoder/cli/vbts-ctl.o $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^
 
 $(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -lelf -lseccomp
 
 # Flat multiboot images (a.out kludge) and a symbol map for the test tools.
 $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
@@ -73,7 +73,7 @@ deps:
 	@tests/deps.sh
 
 # The benchmark tools too, so that they cannot rot unseen.
-tests: all $(BUILD)/tests/unit-tests $(BUILD)/bench/sockbench
+tests: all $(BUILD)/tests/unit-tests $(BUILD)/bench/sockbench fuzz-replay
 
 test: deps
 	$(MAKE) tests
@@ -110,23 +110,61 @@ bench: deps
 	@scripts/lab.sh setup >/dev/null && scripts/lab.sh run env BUILD=$(BUILD) BENCH_QEMU=0 bench/tracer.sh
 
 $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf -lseccomp
 
-# Fuzz the control protocol server (fuzz/fuzz_proto.c) for FUZZ_TIME seconds
-# with libFuzzer (clang); a crash or a malformed reply fails the target.
+# --- fuzzing -----------------------------------------------------------------
+# One libFuzzer target per input surface, fuzz/fuzz_<target>.c, with its seed
+# corpus in fuzz/corpus/<target>/ (fuzz/README.md).  `make fuzz` runs each for
+# FUZZ_TIME seconds (clang, ASan+UBSan) and fails if any finds something.
+# `make tests` builds a replayer of each (fuzz/replay.c, the ordinary
+# compiler and flags) that tests/run feeds its corpus: `make test` replays
+# every corpus, `make check` under ASan and UBSan.
+#
+# A finding: libFuzzer leaves the input in $(BUILD)/fuzz/findings/ (crash-*,
+# leak-*, timeout-*, oom-*, prefixed with the target).  Fix the bug, then
+# copy the input into fuzz/corpus/<target>/ under a name that says what it
+# found: from then on every `make test` replays it, so the bug stays fixed.
+FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
-FUZZ_SRC  := fuzz/fuzz_proto.c vmm/export/proto.c vmm/export/ring.c $(wildcard vmm/export/server/*.c) \
-             vmm/core/error.c vmm/core/clock.c decoder/lib/dest.c
-$(BUILD)/fuzz/fuzz_proto: $(FUZZ_SRC) $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -g -O1 -pthread -Iinclude -Ivmm -Idecoder/include -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $@ $(FUZZ_SRC)
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -pthread -Iinclude -Idecoder/include -Ivmm -fno-omit-frame-pointer \
+               -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_BIN    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz-%)
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
 
-fuzz: $(BUILD)/fuzz/fuzz_proto
-	@rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz_proto -max_total_time=$(FUZZ_TIME) -max_len=2048 -timeout=10 \
-		-print_final_stats=1 $(BUILD)/fuzz/corpus fuzz/corpus
+# The code under test with libFuzzer's coverage, apart from the normal build.
+$(BUILD)/fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -c $< -o $@
+
+$(BUILD)/fuzz/libvbts.a: $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(VMM_SRC) $(DEC_SRC) decoder/cli/format.c)
+	$(AR) rcs $@ $^
+
+$(FUZZ_BIN): $(BUILD)/fuzz/fuzz-%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(BUILD)/fuzz/libvbts.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lZydis -lelf
+
+$(FUZZ_REPLAY): $(BUILD)/fuzz/replay-%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o \
+		$(BUILD)/decoder/cli/format.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
+
+fuzz-replay: $(FUZZ_REPLAY)
+
+# Each target in turn, every one even if an earlier one found something.
+# New inputs go to $(BUILD)/fuzz/work/<target>, the first corpus directory;
+# fuzz/corpus/<target> is only read.
+fuzz:
+	@fuzz/deps.sh $(FUZZ_CC)
+	$(MAKE) $(FUZZ_BIN)
+	@failed=; for t in $(FUZZ_TARGETS); do \
+	    echo "== fuzz $$t: $(FUZZ_TIME) s"; \
+	    rm -rf $(BUILD)/fuzz/work/$$t; mkdir -p $(BUILD)/fuzz/work/$$t $(BUILD)/fuzz/findings; \
+	    case $$t in proto) opts=-max_len=2048 ;; *) opts= ;; esac; \
+	    $(BUILD)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 $$opts \
+	        -artifact_prefix=$(BUILD)/fuzz/findings/$$t- $(BUILD)/fuzz/work/$$t fuzz/corpus/$$t \
+	        || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (inputs in $(BUILD)/fuzz/findings/)"; exit 1; fi; \
+	echo "fuzz: $(words $(FUZZ_TARGETS)) targets, $(FUZZ_TIME) s each, no finding"
 
 install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -138,5 +176,5 @@ install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 clean:
 	rm -rf build build-san
 
-.PHONY: all stubs deps tests test check demo bench fuzz install clean linux-guest lab
+.PHONY: all stubs deps tests test check demo bench fuzz fuzz-replay install clean linux-guest lab
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     snprintf(addr, sizeof(addr), "unix:%s", sock);
     const char *dests[] = { file, addr };
     struct sink_config c = { .dests = dests, .ndests = 2, .buffer_size = 4u << 20,
-                             .overflow = 0, .linger = 0, .quiet = true };
+                             .overflow = 0, .linger = 0, .quiet = true, .force = true };
     struct sink *s = sink_open(&c, 1);
     if (!s) {
         fprintf(stderr, "sockbench: %s\n", error_last());

@@ -15,7 +15,7 @@ for cfg in "20000 0" "20000 2" "5000 20"; do
     loops=$1 pad=$2
     nasm -f bin -Iguest-stub/include/ -DLOOPS=$loops -DPAD=$pad -o "$T/loop.bin" bench/loop.asm
     t0=$(now); "$BUILD/vbts" "$T/loop.bin" >/dev/null 2>&1 || true; t1=$(now)
-    "$BUILD/vbts" --trace "$T/loop.vbts" "$T/loop.bin" >/dev/null 2>"$T/err" || true
+    "$BUILD/vbts" --force --trace "$T/loop.vbts" "$T/loop.bin" >/dev/null 2>"$T/err" || true
     t2=$(now)
     line=$(grep '^vbts: trace' "$T/err")
     rec=$(sed -E 's/.*: ([0-9]+) branches, ([0-9]+) steps.*/\1/' <<<"$line")

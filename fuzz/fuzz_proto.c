@@ -6,9 +6,7 @@
  * well-formed message or chunk; anything else, or a sanitizer report, is a
  * crash.
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "fuzz.h"
 
 #include "export/ring.h"
 #include "export/server/server.h"

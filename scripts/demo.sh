@@ -6,7 +6,7 @@ stub=$BUILD/guest-stub/branches64.bin
 trace=$BUILD/demo.vbts
 echo "== vbts --trace $trace $stub"
 set +e
-"$BUILD/vbts" --trace "$trace" "$stub"
+"$BUILD/vbts" --force --trace "$trace" "$stub"
 status=$?
 set -e
 echo "== guest exit status $status (debug-exit 0 -> 1)"

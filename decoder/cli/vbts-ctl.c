@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vbts/client.h>
 #include <vbts/decode.h>
+#include <vbts/dest.h>
 
 static const char usage[] =
     "Usage: vbts-ctl [--format text|json] ADDR COMMAND [ARGS]\n"
@@ -315,9 +316,11 @@ static int open_out(const char *path, struct sink *s)
 {
     s->fd = STDOUT_FILENO;
     if (path) {
-        s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        /* Private like the monitor's trace files, and never through a link. */
+        s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (s->fd < 0) {
-            fprintf(stderr, "vbts-ctl: %s: %s\n", path, strerror(errno));
+            fprintf(stderr, "vbts-ctl: %s: %s\n", path,
+                    errno == ELOOP ? "is a symbolic link" : strerror(errno));
             return 1;
         }
     } else if (isatty(STDOUT_FILENO)) {
@@ -441,6 +444,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[i++];
     if (!vbts_is_socket_addr(addr))
         return usage_error("'%s' is not unix:PATH or tcp:HOST:PORT", addr);
+    struct vbts_dest dest;
+    char derr[320];
+    if (vbts_dest_parse(addr, &dest, derr, sizeof(derr)) < 0)
+        return usage_error("%s", derr);
     static const char *const cmds[] = { "status", "config", "size", "get", "clear",
                                         "drain", "stream", "watch" };
     bool known = false;

@@ -30,7 +30,21 @@ enum vbts_dest_kind vbts_dest_kind(const char *spec)
 
 static int parse_tcp(const char *spec, struct vbts_dest *d, char *err, size_t errlen)
 {
-    const char *hp = spec + 4, *colon = strrchr(hp, ':'), *port = hp;
+    /* tcp:[HOST:]PORT[,control]: the address cut from its options. */
+    char addr[sizeof(d->host) + 16];
+    const char *comma = strchr(spec + 4, ',');
+    size_t alen = comma ? (size_t)(comma - (spec + 4)) : strlen(spec + 4);
+    if (alen >= sizeof(addr))
+        return errf(err, errlen, spec, "host name too long");
+    memcpy(addr, spec + 4, alen);
+    addr[alen] = 0;
+    if (comma) {
+        if (strcmp(comma + 1, "control"))
+            return errf(err, errlen, spec, "unknown option '%.16s' (tcp:[HOST:]PORT[,control])",
+                        comma + 1);
+        d->control = true;
+    }
+    const char *hp = addr, *colon = strrchr(hp, ':'), *port = hp;
     snprintf(d->host, sizeof(d->host), "127.0.0.1");
     if (colon) {
         size_t hl = (size_t)(colon - hp);
@@ -69,6 +83,7 @@ int vbts_dest_parse(const char *spec, struct vbts_dest *d, char *err, size_t err
             return errf(err, errlen, spec, "socket path longer than %zu bytes",
                         sizeof(d->path) - 1);
         memcpy(d->path, path, strlen(path) + 1);
+        d->control = true;
         return 0;
     }
     case VBTS_DEST_TCP:

@@ -62,6 +62,7 @@ enum vbts_proto_status {
     VBTS_PROTO_E_NOMEM = 12,        /* the monitor is out of memory */
     VBTS_PROTO_E_CLIENTS = 13,      /* too many clients (closes) */
     VBTS_PROTO_E_FLAGS = 14,        /* header flags not 0 */
+    VBTS_PROTO_E_WATCH = 15,        /* CONFIG, CLEAR, DRAIN from a watch-only client */
     VBTS_PROTO_STATUS_MAX_
 };
 

@@ -7,7 +7,6 @@ cd "$ROOT"
 DEC=$VBTS_DECODE
 T=$TMP
 # fail NAME [DIAGNOSTIC LINES...]: not ok, with diagnostics
-fail() { not_ok "$1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
 
 for stub in ds_wrap bts_pmi bts_cpl bts_bad; do
     for mode in plain traced; do

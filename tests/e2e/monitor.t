@@ -5,44 +5,14 @@
 cd "$ROOT"
 DEC=$VBTS_DECODE
 T=$TMP
-# fail NAME [DIAGNOSTIC LINES...]: not ok, with diagnostics
-fail() { not_ok "$1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
 
-# run NAME EXPECTED_STATUS EXPECTED_STDERR_FIRST_LINE -- ARGS...
-run() {
-    local name=$1 want_rc=$2 want_err=$3
-    shift 4
-    "$VBTS" "$@" >"$T/out" 2>"$T/err" </dev/null
-    local rc=$?
-    local got_err
-    got_err=$(head -n 1 "$T/err")
-    if [ "$rc" = "$want_rc" ] && [ "$got_err" = "$want_err" ]; then
-        ok "$name"
-    else
-        fail "$name" "status: got $rc, want $want_rc" "stderr: got '$got_err'" \
-            "        want '$want_err'"
-    fi
-}
 
-# A flat multiboot image: the multiboot header, then 32-bit code from $2.
-image() {
-    local out=$1 load=${3:-0x100000}
-    cat >"$T/img.asm" <<ASM
-bits 32
-org $load
-hdr: dd 0x1badb002, 0x10000, -(0x1badb002 + 0x10000)
-     dd hdr, hdr, 0, 0, start
-start:
-$2
-ASM
-    nasm -f bin -o "$out" "$T/img.asm"
-}
 
-image "$T/exit.bin" "mov al, 0x2a
+mb_image "$T/exit.bin" "mov al, 0x2a
 out 0xf4, al"
-image "$T/halt.bin" "cli
+mb_image "$T/halt.bin" "cli
 hlt"
-image "$T/hello.bin" "mov esi, msg
+mb_image "$T/hello.bin" "mov esi, msg
 mov dx, 0x3f8
 .next: lodsb
 test al, al
@@ -59,12 +29,12 @@ jmp .cmd
 .end: cli
 hlt
 msg: db 'hello from the guest: ', 0"
-image "$T/triple.bin" "lidt [idtr]
+mb_image "$T/triple.bin" "lidt [idtr]
 ud2
 idtr: dw 0
 dd 0"
-image "$T/spin.bin" ".l: jmp .l"
-image "$T/qemugdt.bin" "jmp 0x08:.next   ; selectors of QEMU's multiboot loader GDT
+mb_image "$T/spin.bin" ".l: jmp .l"
+mb_image "$T/qemugdt.bin" "jmp 0x08:.next   ; selectors of QEMU's multiboot loader GDT
 .next: push cs
 push dword .after
 retf
@@ -72,7 +42,7 @@ retf
 mov ds, ax
 mov al, 3
 out 0xf4, al"
-image "$T/far.bin" "mov al, 1
+mb_image "$T/far.bin" "mov al, 1
 out 0xf4, al" 0x10000000
 head -c 3145728 /dev/zero >"$T/big.bin"
 dd if="$T/exit.bin" of="$T/big.bin" conv=notrunc status=none
@@ -117,9 +87,27 @@ run "trace file cannot be created" 125 \
     -- --trace "$T/no/such/dir.vbts" "$T/exit.bin"
 if [ -w /dev/full ]; then
     run "trace device full" 125 "vbts: writing trace /dev/full: No space left on device" \
-        -- --trace /dev/full "$T/exit.bin"
+        -- --force --trace /dev/full "$T/exit.bin"
 else
     ok "trace device full # SKIP no /dev/full"
+fi
+# Trace files: never an existing one unless --force, never through a link, 0600.
+: >"$T/old.vbts"
+run "existing trace file kept" 125 \
+    "vbts: cannot create trace file $T/old.vbts: it exists (--force replaces it)" \
+    -- --trace "$T/old.vbts" "$T/exit.bin"
+ln -s "$T/old.vbts" "$T/link.vbts"
+run "symbolic link refused even with --force" 125 \
+    "vbts: cannot create trace file $T/link.vbts: it is a symbolic link" \
+    -- --force --trace "$T/link.vbts" "$T/exit.bin"
+chmod 0644 "$T/old.vbts"
+(umask 0; "$VBTS" --force -q --trace "$T/old.vbts" "$T/exit.bin" >/dev/null 2>"$T/err"; \
+ "$VBTS" -q --trace "$T/new.vbts" "$T/exit.bin" >/dev/null 2>>"$T/err")
+m1=$(stat -c %a "$T/old.vbts") m2=$(stat -c %a "$T/new.vbts")
+if [ "$m1" = 600 ] && [ "$m2" = 600 ] && [ -s "$T/old.vbts" ]; then
+    ok "trace files are 0600, new or replaced with --force (umask 0)"
+else
+    fail "trace files are 0600, new or replaced with --force (umask 0)" "modes $m1 $m2" "$(cat "$T/err")"
 fi
 "$VBTS" --help >"$T/out" 2>"$T/err"
 rc=$?

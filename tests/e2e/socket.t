@@ -6,33 +6,15 @@
 . "$(dirname "$0")/tap.sh"
 
 CTL=$(dirname "$VBTS_DECODE")/vbts-ctl
-plan 24
+plan 28
 
 if ! have_vbts || ! have_decode || [ ! -x "$CTL" ]; then
-    for i in $(seq 24); do skip "socket test $i" "monitor, decoder or vbts-ctl not built"; done
+    for i in $(seq 28); do skip "socket test $i" "monitor, decoder or vbts-ctl not built"; done
     exit 0
 fi
 
-# image OUT LOOPS: call/ret N times, then debug-exit 0 (status 1).
-image() {
-    cat >"$TMP/img.asm" <<ASM
-bits 32
-org 0x100000
-hdr: dd 0x1badb002, 0x10000, -(0x1badb002 + 0x10000)
-     dd hdr, hdr, 0, 0, start
-start:
-    mov ecx, $2
-.l: call f
-    dec ecx
-    jnz .l
-    mov al, 0
-    out 0xf4, al
-f:  ret
-ASM
-    nasm -f bin -o "$1" "$TMP/img.asm"
-}
-image "$TMP/g.bin" 1000        # 3002 records: start, ctx-arrive, 2999 branches, stop
-image "$TMP/spin.bin" 100000000
+loop_image "$TMP/g.bin" 1000        # 3002 records: start, ctx-arrive, 2999 branches, stop
+loop_image "$TMP/spin.bin" 100000000
 
 S=$TMP/s.sock
 wait_sock() { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
@@ -105,7 +87,7 @@ else
 fi
 
 # 5-6: TCP: loopback by default; vbts-ctl stream gives the file's bytes.
-bg --trace "$TMP/t.vbts" --trace tcp:0 "$TMP/g.bin"
+bg --trace "$TMP/t.vbts" --trace tcp:0,control "$TMP/g.bin"
 for _ in $(seq 100); do grep -q 'listening on tcp:' "$TMP/bg.err" && break; sleep 0.05; done
 taddr=$(sed -n 's/^vbts: listening on \(tcp:.*\)$/\1/p' "$TMP/bg.err")
 "$CTL" "$taddr" stream >"$TMP/t.sock"
@@ -137,18 +119,19 @@ for _ in $(seq 100); do "$CTL" "unix:$S" status 2>/dev/null | grep -q '^state en
 bg_wait
 kept=$(grep -vc '"kind":"lost"' "$TMP/d.json")
 lost=$(sed -n 's/.*"kind":"lost","lost":\([0-9]*\).*/\1/p' "$TMP/d.json" | paste -sd+ | bc)
-if [ "$kept" = 100 ] && [ "$lost" = 2902 ] && [ $((kept + lost)) = "$(nrec "$TMP/d.vbts")" ]; then
-    ok "drop: 100 records kept + lost 2902 = the file's 3002"
+if [ "$kept" = 101 ] && [ "$lost" = 2901 ] && [ $((kept + lost)) = "$(nrec "$TMP/d.vbts")" ]; then
+    ok "drop: 100 records kept, the stop marker kept + lost 2901 = the file's 3002"
 else
     not_ok "drop: kept $kept + lost $lost != $(nrec "$TMP/d.vbts")"
 fi
-if [ "$(tail -n 1 "$TMP/d.json")" = '{"cpu":0,"seq":100,"kind":"lost","lost":2902}' ]; then
-    ok "drop: the lost marker sits at the gap (after the 100 oldest)"
+if [ "$(tail -n 2 "$TMP/d.json" | head -n 1)" = '{"cpu":0,"seq":100,"kind":"lost","lost":2901}' ] &&
+   tail -n 1 "$TMP/d.json" | grep -q '^{"cpu":0,"seq":101,"kind":"stop","reason":"guest-exit"'; then
+    ok "drop: the lost marker sits at the gap (after the 100 oldest), the stop marker after it"
 else
     not_ok "drop: lost marker position"; tail -n 2 "$TMP/d.json" | diag
 fi
-grep -qx "vbts: unix:$S: 2902 records dropped (--overflow drop)" "$TMP/bg.err" &&
-    ok "drop: the monitor reports the 2902 dropped records" ||
+grep -qx "vbts: unix:$S: 2901 records dropped (--overflow drop)" "$TMP/bg.err" &&
+    ok "drop: the monitor reports the 2901 dropped records" ||
     { not_ok "drop: dropped count on stderr"; diag_file "$TMP/bg.err"; }
 
 # 12: drop mode with a slow live reader: every gap is a lost marker at its place.
@@ -388,6 +371,66 @@ if [ $r1 = 125 ] && [ "$(head -n 1 "$TMP/o.err")" = "vbts: --buffer-size: 1 vCPU
     ok "option errors: status 125 and one clear line each"
 else
     not_ok "option errors ($r1 $r2 $r3)"; cat "$TMP/o.err" "$TMP/o2.err" "$TMP/o3.err" | diag
+fi
+
+# 25-28: a tcp: listener without ",control": its clients watch.
+"$VBTS" --trace tcp:0 "$TMP/g.bin" >/dev/null 2>"$TMP/w.err"
+r=$?
+want="vbts: --trace tcp:0: its clients can only watch, so nothing would empty the buffer in block mode (use tcp:PORT,control, a unix: socket or --overflow wrap)"
+if [ $r = 125 ] && [ "$(cat "$TMP/w.err")" = "$want" ]; then
+    ok "watch-only tcp alone in block mode: status 125, one line"
+else
+    not_ok "watch-only tcp alone in block mode (status $r)"; diag_file "$TMP/w.err"
+fi
+# A watcher's CONFIG, CLEAR and DRAIN are refused; the unix client may.
+bg --trace "unix:$S" --trace tcp:0 --overflow wrap --buffer-size 2400 "$TMP/spin.bin"
+wait_sock "$S"
+for _ in $(seq 100); do grep -q 'listening on tcp:' "$TMP/bg.err" && break; sleep 0.05; done
+taddr=$(sed -n 's/^vbts: listening on \(tcp:.*\) (clients watch only)$/\1/p' "$TMP/bg.err")
+: >"$TMP/w.out"
+for cmd in clear drain "config --overflow drop"; do
+    # shellcheck disable=SC2086
+    "$CTL" "$taddr" $cmd >/dev/null 2>>"$TMP/w.out"; echo "status $?" >>"$TMP/w.out"
+done
+"$CTL" "unix:$S" clear >/dev/null 2>"$TMP/w2.out"; ustat=$?
+kill -TERM "$BG_PID"; bg_wait
+werr="vbts-ctl: $taddr: this connection may only watch (the listener has no ',control')"
+printf '%s\nstatus 1\n' "$werr" "$werr" "$werr" >"$TMP/w.want"
+if cmp -s "$TMP/w.out" "$TMP/w.want" && [ $ustat = 0 ]; then
+    ok "watcher: CLEAR, DRAIN, CONFIG refused (E_WATCH), each with one line and status 1; unix CLEAR works"
+else
+    not_ok "watcher refusals (unix clear status $ustat)"; diag_file "$TMP/w.out"; diag_file "$TMP/w2.out"; diag_file "$TMP/bg.err"
+fi
+# A watcher that never reads does not hold the guest in block mode; one
+# that reads gets the file's bytes (it keeps up: nobody consumes faster).
+# (3.6 MB of trace: more than the socket buffers hold for a watcher whose
+# receive buffer is 4 KiB.)
+loop_image "$TMP/g50k.bin" 50000
+cat >"$TMP/stall.py" <<'PY'
+import socket, sys, time
+h, p = sys.argv[1][4:].rsplit(":", 1)
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect((h, int(p))); time.sleep(60)
+PY
+bg --trace "$TMP/ww.vbts" --trace "unix:$S" --trace tcp:0 "$TMP/g50k.bin"
+wait_sock "$S"
+for _ in $(seq 100); do grep -q 'listening on tcp:' "$TMP/bg.err" && break; sleep 0.05; done
+taddr=$(sed -n 's/^vbts: listening on \(tcp:.*\) (clients watch only)$/\1/p' "$TMP/bg.err")
+python3 "$TMP/stall.py" "$taddr" & STALL=$!
+sleep 0.5
+python3 "$TMP/raw.py" "unix:$S" "$TMP/u.out"
+t0=$(date +%s); bg_wait; t1=$(date +%s)
+kill "$STALL" 2>/dev/null; wait "$STALL" 2>/dev/null
+if [ "$BG_STATUS" = 1 ] && cmp -s "$TMP/ww.vbts" "$TMP/u.out" && [ $((t1 - t0)) -lt 30 ]; then
+    ok "block mode: a watcher that never reads does not hold the guest; the unix client gets the file"
+else
+    not_ok "watcher holds the guest? (status $BG_STATUS, $((t1 - t0)) s, addr '$taddr')"; diag_file "$TMP/bg.err"
+fi
+"$CTL" tcp:5000,verbose status >/dev/null 2>"$TMP/w3.err"; r=$?
+if [ $r = 2 ] && [ "$(cat "$TMP/w3.err")" = "vbts-ctl: tcp:5000,verbose: unknown option 'verbose' (tcp:[HOST:]PORT[,control]) (see --help)" ]; then
+    ok "tcp:PORT,OPTION: only control is known"
+else
+    not_ok "unknown tcp option (status $r)"; diag_file "$TMP/w3.err"
 fi
 
 exit $((TAP_FAILED > 0))

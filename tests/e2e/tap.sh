@@ -196,3 +196,50 @@ check_linux_window() {
         else not_ok "$name: vCPU $cpu: context and stop markers"; fi
     done
 }
+
+# fail NAME [DIAGNOSTIC LINES...]: not ok, with diagnostics
+fail() { not_ok "$1"; shift; [ $# -gt 0 ] && diag "$@"; return 0; }
+
+# run NAME EXPECTED_STATUS EXPECTED_STDERR -- ARGS...: one run of $VBTS
+# (stdout in $TMP/out, stderr in $TMP/err); the status and the first line
+# of stderr must be the expected ones (all of stderr with RUN_STDERR=all).
+run() {
+    local name=$1 want_rc=$2 want_err=$3 got_err
+    shift 4
+    "$VBTS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    local rc=$?
+    if [ "${RUN_STDERR:-first}" = all ]; then got_err=$(cat "$TMP/err"); else got_err=$(head -n 1 "$TMP/err"); fi
+    if [ "$rc" = "$want_rc" ] && [ "$got_err" = "$want_err" ]; then
+        ok "$name"
+    else
+        fail "$name" "status: got $rc, want $want_rc" "stderr: got '$got_err'" \
+            "        want '$want_err'"
+    fi
+}
+
+# mb_image OUT CODE [LOAD]: a flat multiboot image (a.out kludge) loaded at
+# LOAD (default 1 MiB): the multiboot header, then the 32-bit nasm CODE.
+mb_image() {
+    local out=$1 load=${3:-0x100000}
+    cat >"$TMP/img.asm" <<ASM
+bits 32
+org $load
+hdr: dd 0x1badb002, 0x10000, -(0x1badb002 + 0x10000)
+     dd hdr, hdr, 0, 0, start
+start:
+$2
+ASM
+    nasm -f bin -o "$out" "$TMP/img.asm"
+}
+
+# loop_image OUT LOOPS: call/ret LOOPS times, then debug-exit 0 (status 1):
+# 3 * LOOPS - 1 branches between the start and stop markers.
+loop_image() {
+    mb_image "$1" "    mov ecx, $2
+.l: call f
+    dec ecx
+    jnz .l
+    mov al, 0
+    out 0xf4, al
+f:  ret"
+}

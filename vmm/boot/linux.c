@@ -129,6 +129,12 @@ static int load_vmlinux(struct gmem *mem, const uint8_t *elf, size_t len, uint64
         if (ph.p_filesz > ph.p_memsz || ph.p_offset > len || ph.p_filesz > len - ph.p_offset ||
             ph.p_paddr < LINUX_KERNEL_ADDR)
             return -1;
+        if (ph.p_memsz > UINT64_MAX - ph.p_paddr) {
+            error_fail("vmlinux segment %u: physical range 0x%llx+0x%llx wraps around the "
+                       "address space", i, (unsigned long long)ph.p_paddr,
+                       (unsigned long long)ph.p_memsz);
+            return -2;
+        }
         uint8_t *dst = gmem_ptr(mem, ph.p_paddr, ph.p_memsz);
         if (!dst) {
             error_fail("the kernel needs RAM up to 0x%llx; use a larger --memory",
@@ -169,6 +175,12 @@ static int unpack_on_host(struct gmem *mem, const uint8_t *image, size_t size, s
     uint32_t out_size = vbts_le32(payload + plen - 4);
     if (!out_size || out_size > init_size)
         return 0;
+    /* The image's word: a vmlinux larger than the guest's RAM cannot be
+     * loaded, so it is no reason to allocate gigabytes on the host. */
+    if (out_size > gmem_low_size(mem))
+        return error_fail("the kernel unpacks to %u bytes; --memory gives 0x%llx (use a "
+                          "larger --memory)", out_size,
+                          (unsigned long long)gmem_low_size(mem));
     uint8_t *out = malloc(out_size);
     if (!out)
         return error_fail("cannot allocate %u bytes to unpack the kernel", out_size);

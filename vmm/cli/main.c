@@ -12,6 +12,8 @@
 
 #include "boot/image.h"
 #include "cli/options.h"
+#include "cli/sandbox.h"
+#include "cli/user.h"
 #include "core/clock.h"
 #include "core/vm.h"
 #include "devices/lapic.h"
@@ -20,6 +22,7 @@
 #include "machine/linux_vm.h"
 #include "machine/multiboot_vm.h"
 #include "trace/trace.h"
+#include "vbts/dest.h"
 #include "vbts/symbols.h"
 #include "x86/debug.h"
 #include "x86/hostcompat.h"
@@ -37,8 +40,11 @@ static const char usage[] =
     "      --cpus N          vCPUs for a Linux guest (default 1)\n"
     "      --initrd FILE     initrd/initramfs for a Linux guest\n"
     "  -t, --trace DEST      record the branch trace (docs/format.md) into DEST: a FILE,\n"
-    "                        unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is\n"
-    "                        given) for clients (docs/protocol.md); repeatable\n"
+    "                        unix:PATH or tcp:[HOST:]PORT[,control] (loopback unless\n"
+    "                        HOST is given; its clients only watch unless ,control)\n"
+    "                        for clients (docs/protocol.md); repeatable\n"
+    "      --force           replace trace files that exist (they are 0600, never\n"
+    "                        followed through a symbolic link)\n"
     "      --buffer-size BYTES  trace buffer per vCPU for sockets (default 1536K)\n"
     "      --buffer-limit BYTES most memory for all trace buffers (default RAM/4)\n"
     "      --overflow block|wrap|drop  full socket buffer: the vCPU waits (default),\n"
@@ -55,6 +61,11 @@ static const char usage[] =
     "      --stop-after-trace  end the run (status 0) when the trace window closes\n"
     "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
     "      --kvm PATH        KVM device (default /dev/kvm)\n"
+    "      --user USER       run as USER (name or number) once the VM, trace files and\n"
+    "                        sockets are open; vbts must be started as root\n"
+    "      --group GROUP     with --user: run with GROUP (default: USER's group)\n"
+    "      --sandbox         --user " USER_SANDBOX_DEFAULT " (its group unless --group)\n"
+    "      --no-seccomp      no system-call allowlist (docs/security.md)\n"
     "  -q, --quiet           no trace summary on stderr\n"
     "  -h, --help            this text\n"
     "      --version         print the version\n"
@@ -64,7 +75,8 @@ static const char usage[] =
     "Exit status: 0 guest halted or powered off; (V<<1)|1 debug-exit;\n"
     "2 guest crashed (triple fault, instruction the host cannot run);\n"
     "125 the monitor failed (bad option or image, no KVM, trace not written);\n"
-    "130 interrupted by a signal.\n";
+    "130 interrupted by a signal; killed by SIGSYS (159 in a shell): the sandbox\n"
+    "stopped a forbidden system call, named on stderr (docs/security.md).\n";
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -157,6 +169,14 @@ static uint8_t *image_or_exit(const struct vbts_options *o, size_t *size, bool *
 }
 
 /* The VM, guest BTS, the trace engine, then the machine (its devices after the engine). */
+/* A trace file that cannot be written ends the run at once: tracing on
+ * would only lose more. */
+static void sink_failed_end(void *ctx, const char *msg)
+{
+    struct vm *vm = ctx;
+    vm_request_end(vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s (the trace is incomplete)", msg);
+}
+
 static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux_guest)
 {
     const struct vbts_options *o = &r->o;
@@ -194,7 +214,7 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
         struct sink_config sc = {
             .dests = o->traces, .ndests = o->ntraces, .buffer_size = o->buffer_size,
             .buffer_limit = o->buffer_limit, .overflow = o->overflow, .linger = o->linger,
-            .quiet = o->quiet,
+            .quiet = o->quiet, .force = o->force, .on_fail = sink_failed_end, .fail_ctx = &r->vm,
         };
         if (!(r->sink = sink_open(&sc, r->vm.ncpus)))
             die("%s", error_last());
@@ -227,6 +247,27 @@ static int run_vm(struct run *r, double *elapsed)
     return status;
 }
 
+/*
+ * Everything that needs privileges is open (KVM, trace files, sockets):
+ * give up root, then every system call the run does not need
+ * (docs/security.md).  Threads already run: both apply to them too.
+ */
+static void confine_or_exit(const struct vbts_options *o, const struct user_ids *ids)
+{
+    if (ids->drop && user_drop(ids) < 0)
+        die("%s", error_last());
+    if (o->no_seccomp)
+        return;
+    bool unix_sockets = false;
+    for (int i = 0; i < o->ntraces; i++)
+        unix_sockets |= vbts_dest_kind(o->traces[i]) == VBTS_DEST_UNIX;
+    if (sandbox_install(unix_sockets) < 0)
+        die("%s", error_last());
+    /* The tests' proof that the filter holds: one line, then death by SIGSYS. */
+    if (getenv("VBTS_TEST_FORBIDDEN_SYSCALL"))
+        sandbox_forbidden_call();
+}
+
 /* Why the run ended, what host-compat did, the trace summary; the status to exit with. */
 static int report(struct run *r, int status, double elapsed)
 {
@@ -244,7 +285,9 @@ static int report(struct run *r, int status, double elapsed)
     uint64_t branches, steps;
     trace_totals(r->tr, &branches, &steps);
     if (sink_close(r->sink) < 0) {
-        fprintf(stderr, "vbts: %s (the trace is incomplete)\n", error_last());
+        /* A failed file write ended the run: its line is out already. */
+        if (end != VM_END_MONITOR || !strstr(r->vm.end_msg, error_last()))
+            fprintf(stderr, "vbts: %s (the trace is incomplete)\n", error_last());
         return VBTS_EXIT_MONITOR;
     }
     if (!r->o.quiet)
@@ -259,6 +302,11 @@ int main(int argc, char **argv)
 {
     static struct run r;
     options_or_exit(&r.o, argc, argv);
+    /* Who to run as is settled before anything is built. */
+    struct user_ids ids;
+    char err[VBTS_MAX_MSG];
+    if (user_resolve(r.o.user, r.o.group, r.o.sandbox, geteuid(), &ids, err, sizeof(err)) < 0)
+        die("%s", err);
     struct trace_options to = {
         .trace = r.o.trace != NULL, .symbols = r.o.symbols, .start = r.o.trace_start,
         .stop = r.o.trace_stop, .max_branches = r.o.max_branches, .cpl = r.o.cpl,
@@ -271,6 +319,7 @@ int main(int argc, char **argv)
     bool linux_guest;
     uint8_t *image = image_or_exit(&r.o, &size, &linux_guest);
     build_or_exit(&r, image, size, linux_guest);
+    confine_or_exit(&r.o, &ids);
 
     double elapsed;
     int status = run_vm(&r, &elapsed);

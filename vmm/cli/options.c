@@ -18,7 +18,8 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
 {
     enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
            OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW, OPT_STOP_AFTER,
-           OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER };
+           OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER, OPT_FORCE };
+    enum { OPT_USER = 512, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
@@ -37,8 +38,13 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { "buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT },
         { "overflow", required_argument, NULL, OPT_OVERFLOW },
         { "linger", required_argument, NULL, OPT_LINGER },
+        { "force", no_argument, NULL, OPT_FORCE },
         { "cpus", required_argument, NULL, OPT_CPUS },
         { "initrd", required_argument, NULL, OPT_INITRD },
+        { "user", required_argument, NULL, OPT_USER },
+        { "group", required_argument, NULL, OPT_GROUP },
+        { "sandbox", no_argument, NULL, OPT_SANDBOX },
+        { "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION_ },
@@ -78,6 +84,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                 o->trace = optarg;
             break;
         case OPT_KVM: o->kvm_path = optarg; break;
+        case OPT_FORCE: o->force = true; break;
         case OPT_NO_GUEST_BTS: o->guest_bts = false; break;
         case OPT_SYMBOLS: o->symbols = optarg; break;
         case OPT_TRACE_START: o->trace_start = optarg; break;
@@ -169,6 +176,10 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             }
             o->initrd = optarg;
             break;
+        case OPT_USER: o->user = optarg; break;
+        case OPT_GROUP: o->group = optarg; break;
+        case OPT_SANDBOX: o->sandbox = true; break;
+        case OPT_NO_SECCOMP: o->no_seccomp = true; break;
         case 'q': o->quiet = true; break;
         case 'h': return OPT_HELP;
         case OPT_VERSION_: return OPT_VERSION;

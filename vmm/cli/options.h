@@ -38,6 +38,11 @@ struct vbts_options {
     uint64_t buffer_limit;      /* --buffer-limit: bytes, all vCPUs; 0 = a quarter of RAM */
     int overflow;               /* --overflow: enum vbts_overflow (vbts/protocol.h) */
     double linger;              /* --linger: seconds */
+    bool force;                 /* --force: replace existing trace files */
+    /* The sandbox (cli/sandbox.h): whom to run as once the VM is built, and the filter. */
+    const char *user, *group;   /* --user, --group: names or numbers */
+    bool sandbox;               /* --sandbox: --user nobody */
+    bool no_seccomp;            /* --no-seccomp: no system-call filter */
 };
 
 enum opt_result { OPT_RUN, OPT_HELP, OPT_VERSION, OPT_ERROR };

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -41,11 +42,23 @@ void file_header(struct vbts_file_header *h, uint32_t ncpus, uint32_t flags)
     memcpy(h->magic, VBTS_MAGIC, VBTS_MAGIC_LEN);
 }
 
-int file_create(const char *path, const struct vbts_file_header *h)
+int file_create(const char *path, const struct vbts_file_header *h, bool replace)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A trace shows what the guest and its users ran: private by default.
+     * O_NOFOLLOW: a link planted where the trace goes must not redirect a
+     * monitor that often runs as root. */
+    int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL);
+    int fd = open(path, flags, 0600);
+    if (fd < 0 && errno == EEXIST)
+        return error_fail("cannot create trace file %s: it exists (--force replaces it)", path);
+    if (fd < 0 && errno == ELOOP)
+        return error_fail("cannot create trace file %s: it is a symbolic link", path);
     if (fd < 0)
         return error_fail_errno("cannot create trace file %s", path);
+    struct stat st;
+    /* A replaced file keeps its inode: make it as private as a new one. */
+    if (replace && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
+        (void)fchmod(fd, 0600);
     struct iovec iov = { (void *)h, sizeof(*h) };
     if (write_all(fd, &iov, 1) < 0) {
         error_fail_errno("writing trace %s", path);

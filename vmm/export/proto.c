@@ -25,6 +25,7 @@ static const char *const errors[VBTS_PROTO_STATUS_MAX_] = {
     [VBTS_PROTO_E_NOMEM] = "out of memory",
     [VBTS_PROTO_E_CLIENTS] = "too many clients",
     [VBTS_PROTO_E_FLAGS] = "nonzero header flags",
+    [VBTS_PROTO_E_WATCH] = "this connection may only watch",
 };
 
 const char *proto_strerror(int status)

@@ -180,12 +180,22 @@ static void put_lost(struct ring *r)
 
 bool ring_place_lost(struct ring *r)
 {
-    if (!r->lost_pending || (r->mode != VBTS_OVERFLOW_WRAP && ring_free(r) == 0))
-        return false;
-    put_lost(r);
-    set_end(r, r->head - 1, true);
-    note_full(r);
-    return true;
+    bool placed = false;
+    if (r->lost_pending && (r->mode == VBTS_OVERFLOW_WRAP || ring_free(r) > 0)) {
+        put_lost(r);
+        placed = true;
+    }
+    if (!r->lost_pending && r->stop_pending &&
+        (r->mode == VBTS_OVERFLOW_WRAP || ring_free(r) > 0)) {
+        put(r, &r->stop_rec, 1);
+        r->stop_pending = false;
+        placed = true;
+    }
+    if (placed) {
+        set_end(r, r->head - 1, true);
+        note_full(r);
+    }
+    return placed;
 }
 
 static void wait_space(struct ring *r)
@@ -247,6 +257,14 @@ uint64_t ring_publish(struct ring *r, const struct vbts_record *recs, uint64_t n
         recs += k;
         n -= k;
         if (n > 0 && !blocking) {
+            /* A STOP that does not fit waits for room after the LOST
+             * marker: without it no reader would know the stream ended. */
+            const struct vbts_record *last = &recs[n - 1];
+            if (vbts_record_is_marker(last) && vbts_marker_qual(last) == VBTS_MARK_STOP) {
+                r->stop_rec = *last;
+                r->stop_pending = true;
+                n--;
+            }
             r->lost_pending += n;
             r->dropped += n;
             mark_full(r);

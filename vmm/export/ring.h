@@ -39,6 +39,8 @@ struct ring {
     uint64_t tail;                  /* oldest record in the buffer */
     uint64_t hold;                  /* oldest record still needed (block, drop) */
     uint64_t lost_pending;          /* dropped, LOST marker not placed yet */
+    bool stop_pending;              /* the vCPU's STOP, to follow that marker */
+    struct vbts_record stop_rec;
     uint64_t dropped, overwritten, cleared;
     uint64_t full_events;           /* times the buffer became full */
     bool full;
@@ -68,7 +70,8 @@ const struct vbts_record *ring_at(const struct ring *r, uint64_t seq);
 void ring_copy(const struct ring *r, uint64_t seq, uint64_t n, void *dst);
 /* Append as one chunk, overwriting the oldest records if needed. */
 void ring_append(struct ring *r, const struct vbts_record *recs, uint64_t n);
-/* Place a pending LOST marker if there is room (drop mode, after the vCPU ended). */
+/* Place a pending LOST marker, then a pending STOP, as room allows (drop mode,
+ * after the vCPU ended). */
 bool ring_place_lost(struct ring *r);
 /* Re-evaluate `full` after records left the buffer; true if it changed. */
 void ring_update_full(struct ring *r);

@@ -38,6 +38,8 @@ struct sink {
     pthread_mutex_t lock;       /* file writes from several vCPUs */
     bool failed;
     char err[VBTS_MAX_MSG];
+    void (*on_fail)(void *ctx, const char *msg);
+    void *fail_ctx;
     uint32_t chunk_max;         /* without sockets */
     struct server *srv;         /* NULL without socket destinations */
     struct stage *stage;        /* per vCPU */
@@ -115,7 +117,7 @@ static int open_files(struct sink *s, const struct sink_config *c, const char **
         }
         struct out_file *f = &s->files[s->nfiles];
         f->path = d;
-        f->fd = file_create(d, &h);
+        f->fd = file_create(d, &h, c->force);
         if (f->fd < 0)
             return -1;
         s->nfiles++;
@@ -134,6 +136,8 @@ struct sink *sink_open(const struct sink_config *c, int ncpus)
         return NULL;
     }
     s->chunk_max = ring_chunk_max_for(c->buffer_size / VBTS_RECORD_SIZE);
+    s->on_fail = c->on_fail;
+    s->fail_ctx = c->fail_ctx;
     const char *socks[16];
     int nsocks = 0;
     if (open_files(s, c, socks, &nsocks) < 0) {
@@ -193,15 +197,22 @@ static void write_files(struct sink *s, int cpu, uint64_t seq, const struct vbts
 {
     if (!s->nfiles)
         return;
+    bool failed_now = false;
+    char msg[VBTS_MAX_MSG];
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->nfiles && !s->failed; i++) {
         if (file_write_chunk(s->files[i].fd, cpu, seq, r, n) < 0) {
             snprintf(s->err, sizeof(s->err), "writing trace %s: %s", s->files[i].path,
                      strerror(errno));
-            s->failed = true;
+            s->failed = failed_now = true;
+            memcpy(msg, s->err, sizeof(msg));
         }
     }
     pthread_mutex_unlock(&s->lock);
+    /* Outside the lock: the callback ends the run, which kicks other vCPUs
+     * that may be waiting for this lock. */
+    if (failed_now && s->on_fail)
+        s->on_fail(s->fail_ctx, msg);
 }
 
 /* Seal the staged records as one chunk: to the files, then to the sockets. */

@@ -26,6 +26,11 @@ struct sink_config {
     int overflow;               /* enum vbts_overflow */
     double linger;              /* wrap, drop: seconds the final buffers stay readable */
     bool quiet;
+    bool force;                 /* replace files that exist */
+    /* A trace file could not be written (a vCPU thread, once): the run
+     * should end, since everything traced from now on would be lost. */
+    void (*on_fail)(void *ctx, const char *msg);
+    void *fail_ctx;
 };
 
 struct sink;

@@ -7,6 +7,7 @@
 #ifndef VBTS_DEST_H
 #define VBTS_DEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -22,6 +23,9 @@ struct vbts_dest {
     char path[VBTS_DEST_PATH_MAX];  /* unix: the socket's path */
     char host[256];                 /* tcp: the host, brackets removed; 127.0.0.1 if none */
     char port[6];                   /* tcp: the port, decimal, 0..65535 */
+    /* Clients may change the state (CONFIG, CLEAR, DRAIN) and hold the
+     * guest: always over unix: (0600), over tcp: only with ",control". */
+    bool control;
 };
 
 /* The kind of a destination without checking the rest. */

@@ -109,3 +109,79 @@ Test(linux_boot, refuses_what_it_cannot_boot)
     cr_assert_eq(linux_load(&mem, img, 600, NULL, 0, "", 0, &lb), -1);
 }
 
+
+/* An LZ4 legacy payload of literals only, with the size the build appends. */
+static size_t lz4_payload(uint8_t *p, const uint8_t *data, size_t n, uint32_t claimed)
+{
+    size_t k = 0, rem = n - 15;
+    vbts_put32(p, 0x184c2102);
+    uint8_t *blk = p + 8;
+    blk[k++] = 0xf0;
+    for (; rem >= 255; rem -= 255)
+        blk[k++] = 255;
+    blk[k++] = (uint8_t)rem;
+    memcpy(blk + k, data, n);
+    k += n;
+    vbts_put32(p + 4, (uint32_t)k);
+    vbts_put32(p + 8 + k, claimed);
+    return 8 + k + 4;
+}
+
+/* The bzImage with the payload at 0x100 into the protected-mode part. */
+static size_t bzimage_lz4(uint8_t *img, const uint8_t *data, size_t n, uint32_t claimed,
+                          uint32_t init_size)
+{
+    memset(img, 0, 4096);
+    bzimage(img, 0x020f, 1);
+    size_t plen = lz4_payload(img + 1024 + 0x100, data, n, claimed);
+    vbts_put32(img + 0x248, 0x100);
+    vbts_put32(img + 0x24c, (uint32_t)plen);
+    vbts_put32(img + 0x260, init_size);
+    return 4096;
+}
+
+/* The loader's arithmetic on the image's words, each checked for wrap. */
+Test(linux_boot, pref_address_near_2_64)
+{
+    uint8_t img[3072];
+    struct linux_boot lb;
+    size_t n = bzimage(img, 0x020f, 1);
+    vbts_put64(img + 0x258, 0xfffffffffffff000ull);
+    cr_assert_eq(linux_load(&mem, img, n, NULL, 0, "", 0, &lb), -1);
+    cr_assert_str_eq(error_last(), "the kernel needs RAM from 0xfffffffffffff000 for 0x100000 "
+                     "bytes to decompress; --memory gives 0x4000000 (use a larger --memory)");
+}
+
+Test(linux_boot, lz4_output_bounded_by_memory)
+{
+    static uint8_t img[4096];
+    uint8_t data[100] = { 0 };
+    /* 3.75 GiB claimed: refused before the host allocates it. */
+    size_t n = bzimage_lz4(img, data, sizeof(data), 0xf0000000u, 0xffffffffu);
+    struct linux_boot lb;
+    cr_assert_eq(linux_load(&mem, img, n, NULL, 0, "", 0, &lb), -1);
+    cr_assert_str_eq(error_last(), "the kernel unpacks to 4026531840 bytes; --memory gives "
+                     "0x4000000 (use a larger --memory)");
+}
+
+Test(linux_boot, vmlinux_physical_range_wraps)
+{
+    uint8_t elf[64 + 56] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+    vbts_put16(elf + 18, 62);                    /* EM_X86_64 */
+    vbts_put64(elf + 24, 0xfffffffffffff000ull); /* e_entry */
+    vbts_put64(elf + 32, 64);                    /* e_phoff */
+    vbts_put16(elf + 54, 56);                    /* e_phentsize */
+    vbts_put16(elf + 56, 1);                     /* e_phnum */
+    uint8_t *ph = elf + 64;
+    vbts_put32(ph, 1);                           /* PT_LOAD */
+    vbts_put32(ph + 4, 5);                       /* R+X */
+    vbts_put64(ph + 16, 0xffffffff81000000ull);  /* p_vaddr */
+    vbts_put64(ph + 24, 0xfffffffffffff000ull);  /* p_paddr */
+    vbts_put64(ph + 40, 0x2000);                 /* p_memsz */
+    static uint8_t img[4096];
+    size_t n = bzimage_lz4(img, elf, sizeof(elf), sizeof(elf), 0x100000);
+    struct linux_boot lb;
+    cr_assert_eq(linux_load(&mem, img, n, NULL, 0, "", 0, &lb), -1);
+    cr_assert_str_eq(error_last(), "vmlinux segment 0: physical range 0xfffffffffffff000+0x2000 "
+                     "wraps around the address space");
+}

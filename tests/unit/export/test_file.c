@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -18,7 +19,7 @@ Test(file, header_and_chunk_bytes)
     close(tmp);
     struct vbts_file_header h;
     file_header(&h, 2, VBTS_FILE_F_KIND);
-    int fd = file_create(path, &h);
+    int fd = file_create(path, &h, true);
     cr_assert_geq(fd, 0, "%s", error_last());
     struct vbts_record r[2] = { { 0x10, 0x20, 0x100 }, { 0x30, 0x40, 0x200 } };
     cr_assert_eq(file_write_chunk(fd, 1, 7, r, 2), 0);
@@ -41,6 +42,45 @@ Test(file, cannot_create)
 {
     struct vbts_file_header h;
     file_header(&h, 1, 0);
-    cr_assert_eq(file_create("/nonexistent/dir/t.vbts", &h), -1);
+    cr_assert_eq(file_create("/nonexistent/dir/t.vbts", &h, false), -1);
     cr_assert_str_eq(error_last(), "cannot create trace file /nonexistent/dir/t.vbts: No such file or directory");
+}
+
+/* Private, never through a link, an existing file only when asked. */
+Test(file, private_no_follow_no_clobber)
+{
+    char dir[] = "/tmp/vbts-test-dir.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[64], link[64], msg[200];
+    snprintf(path, sizeof(path), "%s/t.vbts", dir);
+    snprintf(link, sizeof(link), "%s/l.vbts", dir);
+    struct vbts_file_header h;
+    file_header(&h, 1, 0);
+    mode_t old = umask(0);
+    int fd = file_create(path, &h, false);
+    umask(old);
+    cr_assert_geq(fd, 0, "%s", error_last());
+    close(fd);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    cr_assert_eq(file_create(path, &h, false), -1);
+    snprintf(msg, sizeof(msg), "cannot create trace file %s: it exists (--force replaces it)", path);
+    cr_assert_str_eq(error_last(), msg);
+    chmod(path, 0644);
+    fd = file_create(path, &h, true);
+    cr_assert_geq(fd, 0, "%s", error_last());
+    close(fd);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "a replaced file is made private");
+    cr_assert_eq(symlink(path, link), 0);
+    for (int force = 0; force < 2; force++) {
+        cr_assert_eq(file_create(link, &h, force), -1);
+        snprintf(msg, sizeof(msg), "cannot create trace file %s: it %s", link,
+                 force ? "is a symbolic link" : "exists (--force replaces it)");
+        cr_assert_str_eq(error_last(), msg);
+    }
+    unlink(link);
+    unlink(path);
+    rmdir(dir);
 }

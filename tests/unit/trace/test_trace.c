@@ -68,7 +68,7 @@ Test(trace, records_of_a_tiny_guest)
     struct lapic_dev *a = multiboot_vm_setup(&vm, img, image(img), "");
     cr_assert_not_null(a, "%s", error_last());
     const char *dests[] = { path };
-    struct sink_config sc = { .dests = dests, .ndests = 1, .buffer_size = 24 * 1024 };
+    struct sink_config sc = { .dests = dests, .ndests = 1, .buffer_size = 24 * 1024, .force = true };
     struct sink *s = sink_open(&sc, 1);
     cr_assert_not_null(s, "%s", error_last());
     trace_set_sink(tr, s);

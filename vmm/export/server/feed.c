@@ -8,7 +8,9 @@
 /*
  * With r->lock held: in block and drop mode, records every streaming client
  * has been sent leave the buffer; the buffer keeps what any client still
- * sends.  Wakes a producer waiting for room.
+ * sends.  Wakes a producer waiting for room.  Watchers (tcp: without
+ * ,control) count for neither: they cannot hold the guest, and records
+ * that leave before they are sent become a LOST marker in their stream.
  */
 void feed_recompute(struct server *x, int cpu)
 {
@@ -17,7 +19,7 @@ void feed_recompute(struct server *x, int cpu)
     if (r->mode != VBTS_OVERFLOW_WRAP) {
         uint64_t m = UINT64_MAX;
         for (struct conn *c = x->conns; c; c = c->next)
-            if (c->data == D_STREAM && c->cur[cpu].active && c->cur[cpu].acked < m)
+            if (c->data == D_STREAM && !c->watch && c->cur[cpu].active && c->cur[cpu].acked < m)
                 m = c->cur[cpu].acked;
         if (m != UINT64_MAX && m > r->tail) {
             if (m > r->head)
@@ -27,7 +29,7 @@ void feed_recompute(struct server *x, int cpu)
     }
     uint64_t hold = r->tail;
     for (struct conn *c = x->conns; c; c = c->next)
-        if (c->data != D_NONE && c->cur[cpu].active && c->cur[cpu].acked < hold)
+        if (c->data != D_NONE && !c->watch && c->cur[cpu].active && c->cur[cpu].acked < hold)
             hold = c->cur[cpu].acked;
     if (hold < lo)
         hold = lo;
@@ -36,7 +38,7 @@ void feed_recompute(struct server *x, int cpu)
         pthread_cond_broadcast(&r->space);
     }
     ring_update_full(r);
-    if (r->finished && r->lost_pending)
+    if (r->finished && (r->lost_pending || r->stop_pending))
         ring_place_lost(r);
 }
 
@@ -104,7 +106,7 @@ static bool fill_cpu(struct server *x, struct conn *c, int cpu)
         all = k->pos >= limit;
         feed_recompute(x, cpu);
     } else {
-        all = r->finished && !r->lost_pending && k->pos == r->head;
+        all = r->finished && !r->lost_pending && !r->stop_pending && k->pos == r->head;
     }
     pthread_mutex_unlock(&r->lock);
     return all;

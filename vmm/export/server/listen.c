@@ -113,6 +113,7 @@ int listen_open(struct listener *l, const char *dest)
     char err[VBTS_MAX_MSG];
     if (vbts_dest_parse(dest, &d, err, sizeof(err)) < 0)
         return error_fail("--trace %s", err);
+    l->control = d.control;
     if (d.kind == VBTS_DEST_UNIX)
         return listen_unix(l, dest, &d);
     return listen_tcp(l, dest, &d);
@@ -137,7 +138,10 @@ void listen_accept(struct server *x, struct listener *l, double now)
             return;
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (x->nconns >= MAX_CLIENTS || !conn_new(x, fd, now)) {
+        struct conn *c = x->nconns < MAX_CLIENTS ? conn_new(x, fd, now) : NULL;
+        if (c)
+            c->watch = !l->control;
+        if (!c) {
             uint8_t buf[VBTS_PROTO_HDR_SIZE + 4 + VBTS_PROTO_MAX_TEXT];
             size_t n = proto_error(buf, 0, VBTS_PROTO_E_CLIENTS, NULL);
             if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {

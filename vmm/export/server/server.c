@@ -25,7 +25,7 @@ static bool everything_delivered(struct server *x)
     for (int i = 0; i < x->ncpus; i++) {
         struct ring *r = &x->rings[i];
         pthread_mutex_lock(&r->lock);
-        bool empty = r->tail == r->head && r->lost_pending == 0 &&
+        bool empty = r->tail == r->head && r->lost_pending == 0 && !r->stop_pending &&
                      (r->mode == VBTS_OVERFLOW_WRAP || r->hold == r->head);
         pthread_mutex_unlock(&r->lock);
         if (!empty)
@@ -43,7 +43,8 @@ static uint64_t count_undelivered(struct server *x)
     for (int i = 0; i < x->ncpus; i++) {
         struct ring *r = &x->rings[i];
         pthread_mutex_lock(&r->lock);
-        n += r->head - (r->mode == VBTS_OVERFLOW_WRAP ? r->tail : r->hold) + r->lost_pending;
+        n += r->head - (r->mode == VBTS_OVERFLOW_WRAP ? r->tail : r->hold) + r->lost_pending +
+             (r->stop_pending ? 1 : 0);
         pthread_mutex_unlock(&r->lock);
     }
     return n;
@@ -287,9 +288,23 @@ struct server *server_open(const struct server_config *cfg, int ncpus, uint32_t 
         }
         x->nls++;
     }
+    /* Watchers neither consume nor hold records: with nobody else, block
+     * and drop mode would only fill the buffer. */
+    bool control = false;
+    for (int i = 0; i < x->nls; i++)
+        control |= x->ls[i].control;
+    if (!control && x->overflow != VBTS_OVERFLOW_WRAP) {
+        error_fail("--trace %s: its clients can only watch, so nothing would empty the buffer "
+                   "in %s mode (use tcp:PORT,control, a unix: socket or --overflow wrap)",
+                   cfg->dests[0], x->overflow == VBTS_OVERFLOW_BLOCK ? "block" : "drop");
+        listen_close_all(x);
+        free_server(x);
+        return NULL;
+    }
     if (!x->quiet)
         for (int i = 0; i < x->nls; i++)
-            fprintf(stderr, "vbts: listening on %s\n", x->ls[i].name);
+            fprintf(stderr, "vbts: listening on %s%s\n", x->ls[i].name,
+                    x->ls[i].control ? "" : " (clients watch only)");
     /* The server thread takes no signals: they go to the monitor's signal thread. */
     sigset_t all, old;
     sigfillset(&all);
@@ -338,7 +353,7 @@ void server_vcpu_done(struct server *x, int cpu)
     struct ring *r = &x->rings[cpu];
     pthread_mutex_lock(&r->lock);
     r->finished = true;
-    if (r->lost_pending)
+    if (r->lost_pending || r->stop_pending)
         ring_place_lost(r);
     pthread_mutex_unlock(&r->lock);
     wake(x);

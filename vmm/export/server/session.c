@@ -188,6 +188,11 @@ static void handle_request(struct server *x, struct conn *c, const struct proto_
         return;
     }
     bool all_ok = q->type == VBTS_MSG_CLEAR || q->type == VBTS_MSG_DRAIN;
+    if (c->watch && (all_ok || q->type == VBTS_MSG_CONFIG)) {
+        conn_reply_error(c, q->type, VBTS_PROTO_E_WATCH,
+                         "this connection may only watch (the listener has no ',control')");
+        return;
+    }
     switch (q->type) {
     case VBTS_MSG_HELLO:
         conn_reply_error(c, q->type, VBTS_PROTO_E_HELLO, NULL);

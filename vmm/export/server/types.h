@@ -60,6 +60,7 @@ struct conn {
     double deadline;            /* grace end, or close deadline */
     double partial_since;       /* a partial request is waiting since */
     bool hello, notify, peer_eof, close_after_flush;
+    bool watch;                 /* a tcp: client without ,control: reads only */
     uint8_t in[VBTS_PROTO_HDR_SIZE + VBTS_PROTO_MAX_REQUEST];
     size_t in_len;
     uint8_t *out;
@@ -77,6 +78,7 @@ struct listener {
     int fd;
     char *name;                 /* unix:PATH or tcp:ADDR:PORT as bound */
     char *unlink_path;
+    bool control;               /* its clients may change the state */
 };
 
 struct server {

@@ -24,6 +24,25 @@ Test(dest, kinds_and_parts)
     cr_assert_str_eq(d.host, "0.0.0.0");
 }
 
+/* Who may change the state: unix: always, tcp: only with ",control". */
+Test(dest, control)
+{
+    struct vbts_dest d;
+    char err[256];
+    cr_assert_eq(vbts_dest_parse("unix:/tmp/s", &d, err, sizeof(err)), 0);
+    cr_assert(d.control);
+    cr_assert_eq(vbts_dest_parse("tcp:5000", &d, err, sizeof(err)), 0);
+    cr_assert_not(d.control);
+    cr_assert_eq(vbts_dest_parse("tcp:[::1]:7,control", &d, err, sizeof(err)), 0);
+    cr_assert(d.control);
+    cr_assert_str_eq(d.host, "::1");
+    cr_assert_str_eq(d.port, "7");
+    cr_assert_eq(vbts_dest_parse("tcp:5000,controls", &d, err, sizeof(err)), -1);
+    cr_assert_str_eq(err, "tcp:5000,controls: unknown option 'controls' (tcp:[HOST:]PORT[,control])");
+    cr_assert_eq(vbts_dest_parse("tcp:,control", &d, err, sizeof(err)), -1);
+    cr_assert_str_eq(err, "tcp:,control: bad port '' (use tcp:HOST:PORT, e.g. tcp:127.0.0.1:5000)");
+}
+
 Test(dest, errors)
 {
     struct vbts_dest d;

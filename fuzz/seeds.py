@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""seeds.py: the crafted seeds of fuzz/corpus/<target>/ (fuzz/README.md).
+
+    fuzz/seeds.py [CORPUS_DIR]      (default: fuzz/corpus next to this file)
+
+Writes small valid inputs that no build produces: bzImages with and without
+an LZ4 payload, LZ4 frames, ELF symbol files, synthetic traces, server
+replies, guest-BTS programs.  Deterministic: running it again rewrites the
+same bytes.  Seeds taken from real runs (traces of the stubs, the stubs'
+multiboot images, their symbol maps) are copied by hand, as the README says.
+"""
+import os
+import struct
+import sys
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    assert len(data) < 64 * 1024, (target, name, len(data))
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# --- traces -------------------------------------------------------------------
+MAGIC = b"VBTS\r\n\x1a\n"
+
+
+def file_header(ncpus, flags=1, header_size=32, extra=b""):
+    return MAGIC + struct.pack("<HHIIIII", 1, 0, header_size, 24, flags, ncpus, 0) + extra
+
+
+def rec(fr, to, fl):
+    return struct.pack("<QQQ", fr, to, fl)
+
+
+def marker(qual, to, aux=0):
+    return rec(0, to, 1 << 63 | qual << 48 | aux)
+
+
+def branch(fr, to, kind):
+    return rec(fr, to, kind << 8)
+
+
+def chunk(cpu, seq, recs):
+    return struct.pack("<IHHIIQ", 0x4B484356, cpu, 0, len(recs), 0, seq) + b"".join(recs)
+
+
+T0 = 0x18EA48BF943BAF15
+START, STOP, LOST, ARRIVE, DEPART = (marker(1, T0), marker(2, T0 + 2500), marker(3, 17),
+                                     marker(4, 0x1000, 123), marker(5, 0x1000, 456))
+# docs/format.md's example, byte for byte.
+EXAMPLE = file_header(1) + chunk(0, 0, [START, branch(0x100000, 0x100010, 4),
+                                        branch(0x100012, 0x100005, 6), STOP])
+
+
+def traces():
+    two = file_header(2) + chunk(0, 0, [START, ARRIVE, branch(0x1000, 0x2000, 1)]) + \
+        chunk(1, 0, [START, branch(0xffffffff81000000, 0xffffffff81000010, 5)]) + \
+        chunk(0, 3, []) + chunk(0, 3, [LOST, DEPART, branch(0, 0x10, 12), STOP]) + \
+        chunk(1, 2, [marker(9, 0xABC, 5), rec(0, 1, 1 << 63 | 2 << 48 | 77), STOP])
+    every_kind = file_header(1) + chunk(0, 0, [START] + [branch(0x100 + k, 0x200 + k, k) for k in range(0, 256, 5)] + [STOP])
+    return {
+        "example": EXAMPLE,
+        "two_cpus": two,
+        "kinds": every_kind,
+        "no_kind_flag": file_header(1, flags=0) + chunk(0, 0, [START, branch(1, 2, 4), STOP]),
+        "long_header": file_header(1, header_size=48, extra=b"\xee" * 16) + chunk(0, 5, [START, STOP]),
+        "header_only": file_header(4),
+        "truncated_record": EXAMPLE[:-7],
+        "seq_gap": file_header(1) + chunk(0, 0, [START]) + chunk(0, 2, [STOP]),
+    }
+
+
+# --- symbol files ---------------------------------------------------------------
+def elf64_symbols(syms, text_addr=0x100000):
+    """A relocatable-free ELF64 with .text, .symtab and .strtab: syms is [(name, addr, size, info)]."""
+    shstr = b"\0.text\0.symtab\0.strtab\0.shstrtab\0"
+    strtab = b"\0"
+    symtab = b"\0" * 24
+    for name, addr, size, info in syms:
+        off = len(strtab)
+        strtab += name + b"\0"
+        symtab += struct.pack("<IBBHQQ", off, info, 0, 1, addr, size)
+    o_sym = 64
+    o_str = o_sym + len(symtab)
+    o_shs = o_str + len(strtab)
+    o_sh = (o_shs + len(shstr) + 7) & ~7
+
+    def sh(name, typ, flags, addr, off, size, link=0, info=0, align=1, ent=0):
+        return struct.pack("<IIQQQQIIQQ", name, typ, flags, addr, off, size, link, info, align, ent)
+    shdrs = (sh(0, 0, 0, 0, 0, 0) + sh(1, 8, 6, text_addr, o_sh, 0x1000, align=16) +
+             sh(7, 2, 0, 0, o_sym, len(symtab), link=3, info=1, align=8, ent=24) +
+             sh(15, 3, 0, 0, o_str, len(strtab)) + sh(23, 3, 0, 0, o_shs, len(shstr)))
+    eh = (b"\x7fELF\x02\x01\x01" + b"\0" * 9 +
+          struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, text_addr, 0, o_sh, 0, 64, 0, 0, 64, 5, 4))
+    body = eh + symtab + strtab + shstr
+    return body + b"\0" * (o_sh - len(body)) + shdrs
+
+
+FUNC, OBJECT, NOTYPE = 0x12, 0x11, 0x10
+ELF_SYMS = elf64_symbols([(b"_start", 0x100000, 0x10, FUNC), (b"main", 0x100010, 0x40, FUNC),
+                          (b"data", 0x100800, 8, OBJECT), (b"label", 0x100050, 0, NOTYPE),
+                          (b"alias", 0x100010, 0x40, FUNC)])
+MAP_CTL = (b"0000000000100000 t esc\x1b[2Jred\x07\n0000000000100080 t del\x7futf\xc3\xa9\n"
+           b"0000000000100090 t c1\xc2\x9b31m\"q\\\n")
+
+
+def symbols():
+    return {
+        "elf64": ELF_SYMS,
+        "elf64_long_name": elf64_symbols([(b'"\\' * 1500 + b"A" * 2000, 0x100000, 0, FUNC)]),
+        "kallsyms": b"ffffffff81000000 T _stext\nffffffff81000010 t helper\t[mod]\n"
+                    b"0000000000000000 A __per_cpu_start\n0000000000001000 D per_cpu_var\n"
+                    b"0000000000002000 A __per_cpu_end\nffffffff81000020 W weak_fn\n",
+        "control_names": MAP_CTL,
+        "comments_blank": b"# a comment\n\n   \t\n0000000000100000 t start\n",
+    }
+
+
+# --- decode: u8 flags, u16 map length, map, trace ---------------------------------
+def decode_input(sym, trace, flags=1):
+    return struct.pack("<BH", flags, len(sym)) + sym + trace
+
+
+def decode():
+    return {
+        "example_no_symbols": decode_input(b"", EXAMPLE, 0),
+        "example_elf": decode_input(ELF_SYMS, EXAMPLE),
+        "example_control_names": decode_input(MAP_CTL, EXAMPLE),
+        "two_cpus_map": decode_input(b"0000000000001000 T f\nffffffff81000000 t k\n", traces()["two_cpus"]),
+        "long_name": decode_input(symbols()["elf64_long_name"], EXAMPLE),
+    }
+
+
+# --- LZ4 legacy frames and bzImages ------------------------------------------------
+LZ4_MAGIC = 0x184C2102
+
+
+def lz4_literals(data):
+    """One LZ4 block of literals only (the last sequence may be that)."""
+    n = len(data)
+    if n < 15:
+        return bytes([n << 4]) + data
+    rest, ext = n - 15, b""
+    while rest >= 255:
+        ext += b"\xff"
+        rest -= 255
+    return b"\xf0" + ext + bytes([rest]) + data
+
+
+def lz4_frame(blocks, size=None):
+    out = struct.pack("<I", LZ4_MAGIC)
+    for b in blocks:
+        out += struct.pack("<I", len(b)) + b
+    if size is not None:
+        out += struct.pack("<I", size)
+    return out
+
+
+# "abcabcabcabcXY": 3 literals, a 9-byte match at offset 3, 2 final literals (the unit test's).
+LZ4_MATCH = bytes([0x35, ord("a"), ord("b"), ord("c"), 0x03, 0x00, 0x20, ord("X"), ord("Y")])
+
+
+def lz4():
+    return {
+        "match": struct.pack("<H", 32) + lz4_frame([LZ4_MATCH], 14),
+        "literals_long": struct.pack("<H", 400) + lz4_frame([lz4_literals(bytes(range(256)) + b"x" * 44)]),
+        "two_frames": struct.pack("<H", 64) + lz4_frame([LZ4_MATCH]) + lz4_frame([LZ4_MATCH]),
+        "long_match": struct.pack("<H", 4096) + lz4_frame([bytes([0x1F, ord("z"), 1, 0, 255, 255, 3, 0x10, ord("!")])]),
+    }
+
+
+def vmlinux(paddr=0x1000000, code=b"\x90" * 64 + b"\xf4"):
+    """An ELF64 x86-64 executable: one PT_LOAD of code at paddr, entry at its start."""
+    ph_off, code_off = 64, 64 + 56
+    eh = (b"\x7fELF\x02\x01\x01" + b"\0" * 9 +
+          struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, paddr, ph_off, 0, 0, 64, 56, 1, 64, 0, 0))
+    ph = struct.pack("<IIQQQQQQ", 1, 5, code_off, 0xFFFFFFFF80000000 + paddr, paddr,
+                     len(code), len(code) + 0x1000, 0x1000)
+    return eh + ph + code
+
+
+def bzimage(payload=b"", version=0x020F, xloadflags=1, kernel=b"\x90" * 2048, init_size=0x100000):
+    """The unit tests' bzImage: one setup sector, a 64-bit entry, the payload in the kernel part."""
+    img = bytearray(1024)
+    img[0x1F1] = 1
+    struct.pack_into("<H", img, 0x1FE, 0xAA55)
+    img[0x201] = 0x66
+    img[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", img, 0x206, version)
+    img[0x211] = 0x01
+    struct.pack_into("<I", img, 0x22C, 0x7FFFFFFF)
+    struct.pack_into("<I", img, 0x230, 0x200000)
+    struct.pack_into("<H", img, 0x236, xloadflags)
+    struct.pack_into("<I", img, 0x238, 2048)
+    struct.pack_into("<I", img, 0x258, 0x1000000)
+    struct.pack_into("<I", img, 0x260, init_size)
+    body = kernel
+    if payload:
+        struct.pack_into("<I", img, 0x248, len(kernel))
+        struct.pack_into("<I", img, 0x24C, len(payload))
+        body = kernel + payload
+    return bytes(img) + body
+
+
+def linux():
+    vm = vmlinux()
+    packed = lz4_frame([lz4_literals(vm)], len(vm))
+    return {
+        "plain": b"\x00" + bzimage(),
+        "plain_initrd_long_cmdline": b"\x13" + bzimage(),
+        "lz4_vmlinux": b"\x00" + bzimage(packed),
+        "lz4_vmlinux_initrd": b"\x05" + bzimage(packed),
+        "old_protocol": b"\x00" + bzimage(version=0x020B),
+    }
+
+
+# --- multiboot images (the stubs' own images are copied from a build) ------------
+MB_MAGIC = 0x1BADB002
+
+
+def mb_header(flags, *aout):
+    return struct.pack("<III", MB_MAGIC, flags, -(MB_MAGIC + flags) & 0xFFFFFFFF) + \
+        b"".join(struct.pack("<I", v) for v in aout)
+
+
+def elf32_multiboot(paddr=0x100000, vaddr=0x100000, bss=0x100):
+    """An ELF32 i386 executable, one PT_LOAD: a multiboot header (flags 0), then HLT."""
+    code = mb_header(0) + b"\xfa\xf4\xeb\xfd"
+    off = 52 + 32
+    eh = (b"\x7fELF\x01\x01\x01" + b"\0" * 9 +
+          struct.pack("<HHIIIIIHHHHHH", 2, 3, 1, vaddr + 12, 52, 0, 0, 52, 32, 1, 40, 0, 0))
+    ph = struct.pack("<IIIIIIII", 1, off, vaddr, paddr, len(code), len(code) + bss, 5, 0x1000)
+    return eh + ph + code
+
+
+def multiboot():
+    load = 0x100000
+    aout = mb_header(1 << 16, load, load, 0, load + 0x100, load + 0x20) + b"\x90" * 32
+    return {
+        "aout_kludge": aout,
+        "aout_load_end": mb_header(1 << 16, load, load, load + 64, load + 0x1000, load + 0x20) + b"\x90" * 32,
+        "elf32": elf32_multiboot(),
+        "elf32_virtual_entry": elf32_multiboot(vaddr=0xC0100000),
+    }
+
+
+# --- client: what a server sends ----------------------------------------------------
+def msg(typ, payload):
+    return struct.pack("<IHHI", 0x4C544356, typ, 0, len(payload)) + payload
+
+
+HELLO = msg(0x8001, struct.pack("<IHHII", 0, 1, 0, 2, 1))
+
+
+def status_reply(ncpus=2):
+    head = struct.pack("<IIIIIIQQ", 0, ncpus, 1, 3, 1, 1, 2400, 1 << 20)
+    cpus = b"".join(struct.pack("<QQQQQQII", 10, 100, 3, 0, 0, 0, 0, 0) for _ in range(ncpus))
+    return msg(0x8002, head + cpus)
+
+
+def client():
+    get = msg(0x8005, struct.pack("<IHHQ", 0, 0, 0, 7) + branch(0x1000, 0x2000, 4))
+    note = msg(0x4001, struct.pack("<HHIQQ", 1, 0, 1, 10, 10))
+    err = msg(0x8005, struct.pack("<I", 9) + b"index 10 out of range\x1b[31m")
+    return {
+        "hello_status_get": HELLO + status_reply() + get,
+        "notify_then_replies": HELLO + note + status_reply() + note + get + note,
+        "error_reply": HELLO + status_reply() + err,
+        "chunks_after": HELLO + status_reply() + get + chunk(0, 0, [START, branch(1, 2, 3), STOP]) + chunk(1, 4, []),
+        "plain_stream": EXAMPLE,
+        "hello_refused": msg(0x8001, struct.pack("<I", 5) + b"unsupported protocol version"),
+    }
+
+
+# --- guest BTS programs (fuzz/fuzz_guest_bts.c's opcodes) ---------------------------
+def op_wrmsr(sel, value, cpu=0):
+    return bytes([0 | cpu << 7, sel]) + struct.pack("<Q", value)
+
+
+def op_store(fr, to, cpl=0, cpu=0):
+    return bytes([2 | cpu << 7]) + struct.pack("<QQB", fr, to, cpl)
+
+
+def op_mode(mode, cr3_page):
+    return bytes([3, mode]) + struct.pack("<H", cr3_page)
+
+
+def op_word(at, value):
+    return bytes([5]) + struct.pack("<HQ", at // 8, value)
+
+
+DEBUGCTL, DS_AREA, MISC = 0, 1, 2
+TR_BTS, BTINT, OFF_OS = 0xC0, 0x100, 0x200
+
+
+def ds(at, base, index, maximum, threshold):
+    return op_word(at, base) + op_word(at + 8, index) + op_word(at + 16, maximum) + op_word(at + 24, threshold)
+
+
+def guest_bts():
+    stores = b"".join(op_store(0x1000 + i, 0x2000 + i, i % 4) for i in range(6))
+    circular = ds(0x1000, 0x2000, 0x2000, 0x2000 + 4 * 24, 0x2000 + 2 * 24) + \
+        op_wrmsr(DS_AREA, 0x1000) + op_wrmsr(DEBUGCTL, TR_BTS) + stores
+    linear = ds(0x1000, 0x2000, 0x2000, 0x2000 + 4 * 24, 0x2000 + 2 * 24) + \
+        op_wrmsr(DS_AREA, 0x1000) + op_wrmsr(DEBUGCTL, TR_BTS | BTINT) + stores + bytes([1, 0])
+    # Long mode: PML4 at 0x3000 -> PDPT 0x4000 -> PD 0x5000 -> 2 MiB page 0 (RAM is 128 KiB).
+    paged = op_word(0x3000, 0x4003) + op_word(0x4000, 0x5003) + op_word(0x5000, 0x83) + \
+        op_mode(5, 3) + ds(0x1000, 0x2000, 0x2000, 0x2000 + 4 * 24, 0x2000 + 2 * 24) + \
+        op_wrmsr(DS_AREA, 0x1000) + op_wrmsr(DEBUGCTL, TR_BTS) + stores
+    unmapped = op_mode(5, 3) + op_wrmsr(DS_AREA, 0x7FFF0000) + op_wrmsr(DEBUGCTL, TR_BTS) + stores
+    soft_pf = bytes([6]) + (0x6000).to_bytes(3, "little") + (0xFFF).to_bytes(2, "little") + unmapped
+    cpu1 = op_wrmsr(MISC, 1 << 11, 1) + op_wrmsr(DS_AREA, 0x1000, 1) + op_wrmsr(DEBUGCTL, TR_BTS | OFF_OS, 1) + \
+        ds(0x1000, 0x2000, 0x2000, 0x2000 + 4 * 24, 0x2000 + 2 * 24) + op_store(1, 2, 0, 1) + op_store(3, 4, 3, 1)
+    return {"circular": circular, "linear_pmi": linear, "long_mode_paged": paged,
+            "ds_unmapped": unmapped, "soft_event_pf": soft_pf, "cpu1_cpl_filter": cpu1}
+
+
+def main():
+    for target, seeds in (("reader", traces()), ("symbols", symbols()), ("decode", decode()),
+                          ("lz4", lz4()), ("linux", linux()), ("multiboot", multiboot()), ("client", client()),
+                          ("guest_bts", guest_bts())):
+        for name, data in seeds.items():
+            put(target, name, data)
+
+
+if __name__ == "__main__":
+    main()

@@ -57,36 +57,34 @@ full_disk() {   # full_disk TAG VBTS-ARGS...: status in $TMP/TAG.st, stderr in $
 }
 mkdir -p "$TMP/disk1" "$TMP/disk2"
 diag "full disk: ${NS:-a file-size limit (no mount namespace here)}"
-{
-    # 1: alone.  The guest would run for minutes: the run ends at once.
-    full_disk disk1 "$VBTS" -q --trace "$TMP/disk1/t.vbts" "$TMP/spin.bin"
-    read -r st secs dst <<<"$(tr '\n' ' ' <"$TMP/disk1.st")"
-    want="vbts: writing trace $TMP/disk1/t.vbts: $FULL_MSG (the trace is incomplete)"
-    if [ "$st" = 125 ] && [ "$(cat "$TMP/disk1.err")" = "$want" ] && [ "$secs" -lt 30 ] && [ "$dst" = 1 ]; then
-        ok "a full disk ends the run: status 125, one line, ${secs}s; the cut file does not decode as whole"
-    else
-        not_ok "full disk (status $st, ${secs}s, decode $dst)"; diag_file "$TMP/disk1.err"; diag_file "$TMP/disk1.dec"
-    fi
-    # 2: with a socket client: it gets a whole trace (stop marker), nothing lost.
-    rm -f "$S"
-    full_disk disk2 "$VBTS" -q --trace "$TMP/disk2/t.vbts" --trace "unix:$S" "$TMP/spin.bin" &
-    FD=$!
-    wait_sock "$S" && python3 "$TMP/raw.py" "$S" "$TMP/d2.sock"
-    wait "$FD"
-    read -r st secs dst <<<"$(tr '\n' ' ' <"$TMP/disk2.st")"
-    want="vbts: writing trace $TMP/disk2/t.vbts: $FULL_MSG (the trace is incomplete)"
-    "$VBTS_DECODE" --format json "$TMP/d2.sock" >"$TMP/d2.json" 2>"$TMP/d2.derr"; sdec=$?
-    last=$(tail -n 1 "$TMP/d2.json")
-    n=$(grep -vc '"kind":"\(start\|stop\|ctx\)' "$TMP/d2.json")
-    if [ "$st" = 125 ] && [ "$(cat "$TMP/disk2.err")" = "$want" ] && [ "$secs" -lt 30 ] &&
-       [ $sdec = 0 ] && [[ $last == *'"kind":"stop"'* ]] && ! grep -q '"kind":"lost"' "$TMP/d2.json" &&
-       [ "$n" -ge 4000 ] && [[ $last == *'"reason":"error"'* ]]; then
-        ok "a full disk while a socket streams: status 125, one line; the client's trace is whole ($n branches, no loss)"
-    else
-        not_ok "full disk with a socket (status $st, ${secs}s, client decode $sdec, $n records)"
-        diag_file "$TMP/disk2.err"; diag_file "$TMP/d2.derr"; diag "last: $last"
-    fi
-}
+# 1: alone.  The guest would run for minutes: the run ends at once.
+full_disk disk1 "$VBTS" -q --trace "$TMP/disk1/t.vbts" "$TMP/spin.bin"
+read -r st secs dst <<<"$(tr '\n' ' ' <"$TMP/disk1.st")"
+want="vbts: writing trace $TMP/disk1/t.vbts: $FULL_MSG (the trace is incomplete)"
+if [ "$st" = 125 ] && [ "$(cat "$TMP/disk1.err")" = "$want" ] && [ "$secs" -lt 30 ] && [ "$dst" = 1 ]; then
+    ok "a full disk ends the run: status 125, one line, ${secs}s; the cut file does not decode as whole"
+else
+    not_ok "full disk (status $st, ${secs}s, decode $dst)"; diag_file "$TMP/disk1.err"; diag_file "$TMP/disk1.dec"
+fi
+# 2: with a socket client: it gets a whole trace (stop marker), nothing lost.
+rm -f "$S"
+full_disk disk2 "$VBTS" -q --trace "$TMP/disk2/t.vbts" --trace "unix:$S" "$TMP/spin.bin" &
+FD=$!
+wait_sock "$S" && python3 "$TMP/raw.py" "$S" "$TMP/d2.sock"
+wait "$FD"
+read -r st secs dst <<<"$(tr '\n' ' ' <"$TMP/disk2.st")"
+want="vbts: writing trace $TMP/disk2/t.vbts: $FULL_MSG (the trace is incomplete)"
+"$VBTS_DECODE" --format json "$TMP/d2.sock" >"$TMP/d2.json" 2>"$TMP/d2.derr"; sdec=$?
+last=$(tail -n 1 "$TMP/d2.json")
+n=$(grep -vc '"kind":"\(start\|stop\|ctx\)' "$TMP/d2.json")
+if [ "$st" = 125 ] && [ "$(cat "$TMP/disk2.err")" = "$want" ] && [ "$secs" -lt 30 ] &&
+   [ $sdec = 0 ] && [[ $last == *'"kind":"stop"'* ]] && ! grep -q '"kind":"lost"' "$TMP/d2.json" &&
+   [ "$n" -ge 4000 ] && [[ $last == *'"reason":"error"'* ]]; then
+    ok "a full disk while a socket streams: status 125, one line; the client's trace is whole ($n branches, no loss)"
+else
+    not_ok "full disk with a socket (status $st, ${secs}s, client decode $sdec, $n records)"
+    diag_file "$TMP/disk2.err"; diag_file "$TMP/d2.derr"; diag "last: $last"
+fi
 
 # 3-4: SIGTERM while block mode holds the guest (nobody reads, 200-record
 # buffer): status 143, the unread records counted; the file has every

@@ -139,9 +139,9 @@ void listen_accept(struct server *x, struct listener *l, double now)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         struct conn *c = x->nconns < MAX_CLIENTS ? conn_new(x, fd, now) : NULL;
-        if (c)
+        if (c) {
             c->watch = !l->control;
-        if (!c) {
+        } else {
             uint8_t buf[VBTS_PROTO_HDR_SIZE + 4 + VBTS_PROTO_MAX_TEXT];
             size_t n = proto_error(buf, 0, VBTS_PROTO_E_CLIENTS, NULL);
             if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {

@@ -234,7 +234,10 @@ if cmp -s "$TMP/m.vbts" "$TMP/m1.sock" && cmp -s "$TMP/m.vbts" "$TMP/m2.sock" &&
    cmp -s "$TMP/m.json" "$TMP/m3.json" && [ "$BG_STATUS" = 1 ]; then
     ok "three clients at once, another leaving mid-record and one sending garbage: all get the file's bytes"
 else
-    not_ok "several clients"; ls -l "$TMP"/m* | diag
+    not_ok "several clients"
+    for f in m1.sock m2.sock; do cmp "$TMP/m.vbts" "$TMP/$f" 2>&1 | diag; done
+    cmp "$TMP/m.json" "$TMP/m3.json" 2>&1 | diag
+    diag "status $BG_STATUS"; diag_file "$TMP/bg.err"; ls -l "$TMP"/m* | diag
 fi
 
 # 18-20: hostile control input (exact replies), over one monitor.

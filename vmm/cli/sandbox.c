@@ -2,6 +2,8 @@
 #include "cli/sandbox.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -204,6 +206,11 @@ int sandbox_install(bool remove_sockets)
     host_is_pvm();
     host_tdp();
     tzset();
+    /* glibc's first shrink of a thread's malloc arena opens
+     * /proc/sys/vm/overcommit_memory: the socket server's arena shrank
+     * when clients left.  Freed memory stays with the process instead. */
+    if (mallopt(M_TRIM_THRESHOLD, INT_MAX) != 1)
+        return error_fail("sandbox: mallopt(M_TRIM_THRESHOLD) failed");
     for (int nr = 0; nr < NAMED_SYSCALLS; nr++)
         names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
     struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };

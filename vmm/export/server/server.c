@@ -20,6 +20,9 @@
 #include "export/server/session.h"
 #include "vbts/dest.h"
 
+/* The signals a thread's own fault or forbidden system call raises. */
+static const int own_faults[] = { SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
 static bool everything_delivered(struct server *x)
 {
     for (int i = 0; i < x->ncpus; i++) {
@@ -305,9 +308,13 @@ struct server *server_open(const struct server_config *cfg, int ncpus, uint32_t 
         for (int i = 0; i < x->nls; i++)
             fprintf(stderr, "vbts: listening on %s%s\n", x->ls[i].name,
                     x->ls[i].control ? "" : " (clients watch only)");
-    /* The server thread takes no signals: they go to the monitor's signal thread. */
+    /* The server thread takes no signals: they go to the monitor's signal
+     * thread.  Those its own faults raise stay open: blocked, the kernel
+     * would kill the monitor without the sandbox's or the crash's line. */
     sigset_t all, old;
     sigfillset(&all);
+    for (size_t i = 0; i < sizeof(own_faults) / sizeof(own_faults[0]); i++)
+        sigdelset(&all, own_faults[i]);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int e = pthread_create(&x->thread, NULL, server_main, x);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -10,7 +10,7 @@ CC      ?= cc
 SANFLAGS ?=
 CFLAGS  ?= -O2 -g
 # Flags the build needs whatever CFLAGS the caller sets (make check sets its own).
-REQ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include -Ivmm
+REQ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include -Idecoder/cli -Ivmm
 REQ_LDFLAGS := -pthread
 NASM    ?= nasm
 
@@ -18,6 +18,9 @@ VMM_SRC   := $(filter-out vmm/cli/main.c,$(shell find vmm -name '*.c' | LC_ALL=C
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o)
 DEC_SRC   := $(wildcard decoder/lib/*.c)
 DEC_OBJ   := $(DEC_SRC:%.c=$(BUILD)/%.o)
+# vbts-decode's lines and views, apart from its main() for the tests and fuzzers.
+CLI_SRC   := decoder/cli/format.c $(sort $(wildcard decoder/cli/view/*.c))
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC  := $(shell find tests/unit -name '*.c' | LC_ALL=C sort)
 UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 STUB_SRC  := $(wildcard guest-stub/*.asm)
@@ -25,10 +28,12 @@ STUB_BIN  := $(STUB_SRC:guest-stub/%.asm=$(BUILD)/guest-stub/%.bin)
 STUB_INC  := $(wildcard guest-stub/include/*.inc)
 BTS_SRC   := $(wildcard guest-stub/bts/*.asm)
 BTS_BIN   := $(BTS_SRC:guest-stub/bts/%.asm=$(BUILD)/guest-stub/bts/%.bin)
+CSTUB_SRC := $(wildcard guest-stub/c/*.c)
+CSTUB_ELF := $(CSTUB_SRC:guest-stub/c/%.c=$(BUILD)/guest-stub/c/%.elf)
 
 all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
 
-stubs: $(STUB_BIN) $(BTS_BIN) $(BUILD)/guest-stub/linux/yield
+stubs: $(STUB_BIN) $(BTS_BIN) $(CSTUB_ELF) $(BUILD)/guest-stub/linux/yield
 
 HEADERS   := $(shell find include vmm decoder -name '*.h')
 
@@ -45,14 +50,14 @@ $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 $(BUILD)/vbts: $(BUILD)/vmm/cli/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf -lseccomp
 
-$(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(BUILD)/decoder/cli/format.o $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lelf
+$(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(CLI_OBJ) $(BUILD)/libvbtsdecode.a
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -ldw -lelf
 
 $(BUILD)/vbts-ctl: $(BUILD)/decoder/cli/vbts-ctl.o $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^
 
-$(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -lelf -lseccomp
+$(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(CLI_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -ldw -lelf -lseccomp
 
 # Flat multiboot images (a.out kludge) and a symbol map for the test tools.
 $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
@@ -63,6 +68,14 @@ $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
 $(BUILD)/guest-stub/bts/%.bin: guest-stub/bts/%.asm guest-stub/bts/bts.inc $(STUB_INC)
 	@mkdir -p $(dir $@)
 	$(NASM) -f bin -Iguest-stub/include/ -Iguest-stub/bts/ -DMAPFILE='"$(@:.bin=.map)"' -o $@ $<
+
+# Multiboot ELF guests in C with their DWARF (vbts-decode --format lcov, gdb):
+# 32-bit, freestanding, -O0 so that the expected traces beside the code hold.
+$(BUILD)/guest-stub/c/%.elf: guest-stub/c/%.c guest-stub/c/stub.ld
+	@mkdir -p $(dir $@)
+	$(CC) -m32 -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
+	    -fno-stack-protector -O0 -g -Wl,-T,guest-stub/c/stub.ld -Wl,--build-id=none \
+	    -Wl,--no-warn-rwx-segments -o $@ $<
 
 # A static init for whole-system Linux traces (tests/e2e/linux_trace.t).
 $(BUILD)/guest-stub/linux/yield: guest-stub/linux/yield.c
@@ -127,7 +140,7 @@ $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/
 FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -pthread -Iinclude -Idecoder/include -Ivmm -fno-omit-frame-pointer \
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -pthread -Iinclude -Idecoder/include -Idecoder/cli -Ivmm -fno-omit-frame-pointer \
                -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_BIN    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz-%)
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
@@ -137,15 +150,15 @@ $(BUILD)/fuzz/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -c $< -o $@
 
-$(BUILD)/fuzz/libvbts.a: $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(VMM_SRC) $(DEC_SRC) decoder/cli/format.c)
+$(BUILD)/fuzz/libvbts.a: $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(VMM_SRC) $(DEC_SRC) $(CLI_SRC))
 	$(AR) rcs $@ $^
 
 $(FUZZ_BIN): $(BUILD)/fuzz/fuzz-%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(BUILD)/fuzz/libvbts.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lZydis -lelf
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lZydis -ldw -lelf
 
 $(FUZZ_REPLAY): $(BUILD)/fuzz/replay-%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o \
-		$(BUILD)/decoder/cli/format.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf
+		$(CLI_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -ldw -lelf
 
 fuzz-replay: $(FUZZ_REPLAY)
 

@@ -4,7 +4,10 @@
  * format, for the records of a hostile trace and of raw record bytes, with
  * a hostile symbol map.  Every line must fit FORMAT_LINE_MAX (the buffer is
  * exactly that big, so ASan sees a byte more), end in its only newline, be
- * printable ASCII, and in JSON be one valid object.
+ * printable ASCII, and in JSON be one valid object.  The same records go
+ * through every view (decoder/cli/view/): calls and folded print
+ * printable lines, chrome closes every frame it opens, drcov's table is as
+ * long as its header says.
  *
  * Input: u8 flags (bit 0: symbols), u16 map length N (little-endian), N
  * bytes of symbol file (System.map text or ELF), then the trace.
@@ -17,15 +20,21 @@
 #include <vbts/symbols.h>
 
 #include "../decoder/cli/format.h"
+#include "../decoder/cli/view/view.h"
 
 static char *line;
+#define MAX_EVENTS (4096 + 64)
+static struct vbts_event *events;
+static size_t nevents;
+
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     line = malloc(FORMAT_LINE_MAX);
-    return line ? 0 : -1;
+    events = malloc(MAX_EVENTS * sizeof(*events));
+    return line && events ? 0 : -1;
 }
 
 static const char *json_string(const char *p, const char *end)
@@ -96,6 +105,60 @@ static void check_both(const struct vbts_event *ev, const struct vbts_symtab *sy
     check_line(ev, FORMAT_JSON, syms);
 }
 
+static size_t count(const char *s, size_t n, const char *what)
+{
+    size_t c = 0, w = strlen(what);
+    for (const char *p = s; (p = memmem(p, n - (size_t)(p - s), what, w)); p += w)
+        c++;
+    return c;
+}
+
+static void check_view(const struct view_type *t, const struct vbts_symtab *syms, const char *symfile)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        abort();
+    char err[512];
+    void *v = t->new(f, syms, symfile, err, sizeof(err));
+    if (!v) {
+        /* lcov wants DWARF, which most inputs have not: then one line and no view. */
+        fuzz_check(t == &lcov_view && !strchr(err, '\n'), "%s: no view: %s", t->name, err);
+        fclose(f);
+        free(buf);
+        return;
+    }
+    for (size_t i = 0; i < nevents; i++)
+        fuzz_check(t->event(v, &events[i]) == 0, "%s: event failed", t->name);
+    fuzz_check(t->finish(v) == 0, "%s: finish failed", t->name);
+    t->free(v);
+    fclose(f);
+    if (t == &drcov_view) {
+        char *bb = strstr(buf, "BB Table: ");
+        fuzz_check(bb && strchr(bb, '\n'), "drcov: no BB table line");
+        char *nl = strchr(bb, '\n');
+        size_t n = strtoul(bb + 10, NULL, 10);
+        fuzz_check(len - (size_t)(nl + 1 - buf) == 8 * n, "drcov: %zu bbs in %zu bytes", n,
+                   len - (size_t)(nl + 1 - buf));
+    } else {
+        for (size_t i = 0; i < len; i++)
+            fuzz_check((buf[i] >= 0x20 && buf[i] <= 0x7e) || buf[i] == '\n' || buf[i] == '\t',
+                       "%s: byte 0x%02x at %zu", t->name, (unsigned char)buf[i], i);
+        fuzz_check(!len || buf[len - 1] == '\n', "%s: no newline at the end", t->name);
+    }
+    if (t == &chrome_view)
+        fuzz_check(count(buf, len, "\"ph\":\"B\"") == count(buf, len, "\"ph\":\"E\""),
+                   "chrome: B and E do not pair");
+    free(buf);
+}
+
+static void add_event(const struct vbts_event *ev)
+{
+    if (nevents < MAX_EVENTS)
+        events[nevents++] = *ev;
+}
+
 /* Raw bytes as records the reader would refuse: any cpu, seq and kind. */
 static void raw_events(const uint8_t *p, size_t n, const struct vbts_symtab *syms)
 {
@@ -110,6 +173,7 @@ static void raw_events(const uint8_t *p, size_t n, const struct vbts_symtab *sym
             ev.kind = p[34];
         }
         check_both(&ev, syms);
+        add_event(&ev);
     }
 }
 
@@ -126,20 +190,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t tlen = size - 3 - maplen;
 
     struct vbts_symtab *syms = NULL;
+    char path[64];
+    int fd = -1;
     if (data[0] & 1) {
-        char path[64], err[256];
-        int fd = fuzz_file(data + 3, maplen, path, sizeof(path));
-        if (fd >= 0) {
+        char err[256];
+        fd = fuzz_file(data + 3, maplen, path, sizeof(path));
+        if (fd >= 0)
             syms = vbts_symtab_load(path, err, sizeof(err));
-            close(fd);
-        }
     }
     struct vbts_reader *r = vbts_reader_new_mem(trace, tlen);
     struct vbts_event ev;
-    for (int k = 0; r && k < 4096 && vbts_reader_next(r, &ev) == 1; k++)
+    nevents = 0;
+    for (int k = 0; r && k < 4096 && vbts_reader_next(r, &ev) == 1; k++) {
         check_both(&ev, syms);
+        add_event(&ev);
+    }
     vbts_reader_free(r);
     raw_events(trace, tlen, syms);
+    for (const char *const *name = (const char *const[]){ "calls", "folded", "chrome", "drcov", "lcov", NULL }; *name;
+         name++)
+        check_view(view_find(*name), syms, syms ? path : NULL);
     vbts_symtab_free(syms);
+    if (fd >= 0)
+        close(fd);
     return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vbts-decode: print a vbts trace stream as text (one line per record, like
- * perf script) or as JSON lines (format.c).  Every valid record is printed
- * before a format error is reported, so a trace cut short still shows what
- * it holds.
+ * perf script) or as JSON lines (format.c), or a view of the whole trace
+ * for other tools (view/).  Every valid record is printed (or seen) before
+ * a format error is reported, so a trace cut short still shows what it
+ * holds.
  *
  * Lines go into one large buffer, written when it fills: one write(2) per
  * line would dominate.
@@ -20,20 +21,32 @@
 #include <vbts/symbols.h>
 
 #include "format.h"
+#include "view/view.h"
 
 #define OUT_SIZE  (256 * 1024)
 
 static const char usage[] =
-    "Usage: vbts-decode [--format text|json] [--symbols FILE] FILE|-|unix:PATH|tcp:HOST:PORT\n"
+    "Usage: vbts-decode [--format FMT] [--symbols FILE] FILE|-|unix:PATH|tcp:HOST:PORT\n"
     "Print the branch records of a vbts trace (FILE, - for stdin, or the live\n"
     "trace socket of a running vbts: see vbts-ctl for its other commands).\n"
     "\n"
     "  -f, --format=FMT  text (default): one line per record, like perf script\n"
     "                    json: one JSON object per line\n"
-    "  -s, --symbols=MAP symbols for from/to as func+0xoff: System.map,\n"
-    "                    /proc/kallsyms text, or an ELF file (vmlinux)\n"
+    "                    calls: the call history per vCPU, indented by depth,\n"
+    "                      like gdb's record function-call-history /c\n"
+    "                    folded: stacks and branch counts for flamegraph.pl\n"
+    "                    chrome: Chrome trace / Perfetto JSON (B/E per vCPU;\n"
+    "                      the record index stands in for time)\n"
+    "                    drcov: drcov 2 basic-block coverage (Lighthouse)\n"
+    "                    lcov: the source lines run, for genhtml, from the\n"
+    "                      DWARF of the --symbols ELF\n"
+    "  -s, --symbols=MAP symbols for addresses: System.map, /proc/kallsyms\n"
+    "                    text, or an ELF file (vmlinux; with DWARF for lcov)\n"
     "  -h, --help        print this help and exit\n"
     "  -V, --version     print the version and exit\n"
+    "\n"
+    "calls, folded and chrome nest by branch kind, so they need a trace with\n"
+    "kinds (vbts writes them; real BTS hardware does not).\n"
     "\n"
     "Exit status: 0 on success, 1 if the trace is unreadable, truncated,\n"
     "corrupt or incomplete (a vCPU without its stop marker), after printing\n"
@@ -57,6 +70,7 @@ static void flush_out(void)
 }
 
 static struct vbts_symtab *symtab;
+static const char *symfile;
 
 static void emit(const struct vbts_event *ev, enum format_kind kind)
 {
@@ -92,6 +106,88 @@ static int incomplete(void)
         if (cpu_state[i] == 1)
             return 1;
     return 0;
+}
+
+/* What ends every run: the read's and the write's errors, and completeness. */
+static int report_end(struct vbts_reader *r, const char *path, int rc, const char *read_err)
+{
+    int status = 0;
+    if (out_err) {
+        fprintf(stderr, "vbts-decode: write error: %s\n", out_err);
+        status = 1;
+    }
+    if (read_err) {
+        fprintf(stderr, "vbts-decode: %s: %s\n", path, read_err);
+        status = 1;
+    } else if (rc < 0) {
+        fprintf(stderr, "vbts-decode: %s: %s at byte offset %" PRIu64 "\n", path,
+                vbts_strerror(rc), vbts_reader_offset(r));
+        status = 1;
+    } else if (rc == 0 && !out_err && incomplete()) {
+        fprintf(stderr, "vbts-decode: %s: trace incomplete: no stop marker\n", path);
+        status = 1;
+    }
+    return status;
+}
+
+static void close_input(struct vbts_reader *r, struct vbts_client *client, int fd)
+{
+    vbts_reader_free(r);
+    if (client)
+        vbts_client_close(client);
+    else if (fd != STDIN_FILENO)
+        close(fd);
+}
+
+/*
+ * A view sees every record, then prints what it has, also of a trace that
+ * ends in an error: what was read is still shown.  Output goes through
+ * stdio, since a view writes at its own pace.
+ */
+static int run_view(const struct view_type *t, struct vbts_reader *r, const char *path,
+                    struct vbts_client *client, int fd)
+{
+    struct vbts_file_header hdr;
+    int rc = vbts_reader_header(r, &hdr);
+    if (rc == 0 && t->needs_kinds && !(hdr.flags & VBTS_FILE_F_KIND)) {
+        fprintf(stderr, "vbts-decode: %s: --format %s needs branch kinds, and this trace has none "
+                "(as from BTS hardware)\n", path, t->name);
+        close_input(r, client, fd);
+        return 1;
+    }
+    static char buf[OUT_SIZE];
+    setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+    char err[512];
+    void *v = rc == 0 ? t->new(stdout, symtab, symfile, err, sizeof(err)) : NULL;
+    if (rc == 0 && !v) {
+        fprintf(stderr, "vbts-decode: %s\n", err);
+        close_input(r, client, fd);
+        return 1;
+    }
+    struct vbts_event ev;
+    while (v && (rc = vbts_reader_next(r, &ev)) > 0) {
+        note_stop(&ev);
+        if (t->event(v, &ev) < 0) {
+            fputs("vbts-decode: out of memory\n", stderr);
+            t->free(v);
+            close_input(r, client, fd);
+            return 1;
+        }
+    }
+    const char *read_err = rc == VBTS_ERR_IO ? strerror(errno) : NULL;
+    int mem = v && t->finish(v) < 0;
+    if (v)
+        t->free(v);
+    errno = 0;
+    if (fflush(stdout) || ferror(stdout))
+        out_err = strerror(errno ? errno : EIO);
+    int status = report_end(r, path, rc, read_err);
+    if (mem) {
+        fputs("vbts-decode: out of memory\n", stderr);
+        status = 1;
+    }
+    close_input(r, client, fd);
+    return status;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -141,6 +237,7 @@ int main(int argc, char **argv)
             }
             char err[512];
             vbts_symtab_free(symtab);
+            symfile = file;
             symtab = vbts_symtab_load(file, err, sizeof(err));
             if (!symtab) {
                 fprintf(stderr, "vbts-decode: %s\n", err);
@@ -150,13 +247,21 @@ int main(int argc, char **argv)
             return usage_error("unknown option '%s'", a);
         }
         if (val) {
-            if (strcmp(val, "text") && strcmp(val, "json"))
-                return usage_error("unknown format '%s', expected text or json", val);
+            if (strcmp(val, "text") && strcmp(val, "json") && !view_find(val)) {
+                fprintf(stderr, "vbts-decode: unknown format '%s', expected text, json, %s (see --help)\n",
+                        val, view_names());
+                return 2;
+            }
             format = val;
         }
     }
     if (!path)
         return usage_error("%s", "missing FILE operand");
+    const struct view_type *view = view_find(format);
+    if (view == &lcov_view && !symfile)
+        return usage_error("%s", "--format lcov needs --symbols ELF, an ELF file with DWARF (built with -g)");
+    if (view == &drcov_view && isatty(STDOUT_FILENO))
+        return usage_error("%s", "--format drcov writes binary data: redirect standard output to a file");
 
     int fd = STDIN_FILENO;
     struct vbts_client *client = NULL;
@@ -186,6 +291,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (view)
+        return run_view(view, r, path, client, fd);
+
     enum format_kind kind = format[0] == 'j' ? FORMAT_JSON : FORMAT_TEXT;
     struct vbts_event ev;
     int rc;
@@ -202,27 +310,7 @@ int main(int argc, char **argv)
     }
     const char *read_err = rc == VBTS_ERR_IO ? strerror(errno) : NULL;
     flush_out();
-
-    int status = 0;
-    if (out_err) {
-        fprintf(stderr, "vbts-decode: write error: %s\n", out_err);
-        status = 1;
-    }
-    if (read_err) {
-        fprintf(stderr, "vbts-decode: %s: %s\n", path, read_err);
-        status = 1;
-    } else if (rc < 0) {
-        fprintf(stderr, "vbts-decode: %s: %s at byte offset %" PRIu64 "\n", path,
-                vbts_strerror(rc), vbts_reader_offset(r));
-        status = 1;
-    } else if (rc == 0 && !out_err && incomplete()) {
-        fprintf(stderr, "vbts-decode: %s: trace incomplete: no stop marker\n", path);
-        status = 1;
-    }
-    vbts_reader_free(r);
-    if (client)
-        vbts_client_close(client);
-    else if (fd != STDIN_FILENO)
-        close(fd);
+    int status = report_end(r, path, rc, read_err);
+    close_input(r, client, fd);
     return status;
 }

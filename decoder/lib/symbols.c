@@ -308,3 +308,11 @@ char *vbts_symtab_format(const struct vbts_symtab *s, uint64_t addr, char *buf, 
         snprintf(buf, len, "0x%llx", (unsigned long long)addr);
     return buf;
 }
+
+int vbts_symtab_lowest(const struct vbts_symtab *s, uint64_t *addr)
+{
+    if (!s || !s->n)
+        return -1;
+    *addr = s->sym[0].addr;
+    return 0;
+}

@@ -48,6 +48,41 @@ linux_wait start_kernel
 check_linux_window start_kernel 1 start_kernel "$rc"
 diag "start_kernel window: ${secs}s"
 
+# The window's views with the kernel's symbols: start_kernel is the
+# outermost frame of every stack (it does not return, and interrupts are
+# still off), the folded counts are the 50,000 branches, and the chrome
+# file nests.
+for f in calls folded chrome; do
+    "$VBTS_DECODE" --format $f --symbols "$LINUX_MAP" "$TMP/start_kernel.vbts" >"$TMP/sk.$f" 2>"$TMP/sk.$f.err"
+    echo $? >"$TMP/sk.$f.rc"
+done
+if [ "$(cat "$TMP/sk.calls.rc" "$TMP/sk.folded.rc" "$TMP/sk.chrome.rc" | tr -d '\n')" = 000 ] &&
+   [ "$(grep -v '^#' "$TMP/sk.calls" | head -n 1)" = "0	1	start_kernel" ] &&
+   awk '$1 !~ /^start_kernel(;|$)/ { bad = 1 } { sum += $NF } END { exit bad || sum != 50000 }' "$TMP/sk.folded" &&
+   chrome_check "$TMP/sk.chrome" >"$TMP/sk.names" 2>"$TMP/sk.chrome.err" && [ "$(head -n 1 "$TMP/sk.names")" = start_kernel ]; then
+    ok "start_kernel window: calls, folded and chrome nest under start_kernel; folded counts all 50000 branches ($(wc -l <"$TMP/sk.folded") stacks)"
+else
+    not_ok "start_kernel window: the stack views"
+    diag "$(head -n 3 "$TMP/sk.calls")"; diag_file "$TMP/sk.chrome.err"; diag_file "$TMP/sk.folded.err"
+fi
+
+# lcov with the kernel's DWARF (the -dbg package's vmlinux): a record for
+# init/main.c whose lines ran (start_kernel's), and the functions the
+# window entered, by their DWARF entries, most of them frames in calls too.
+"$VBTS_DECODE" --format lcov --symbols "$LINUX_GUEST/vmlinux" "$TMP/start_kernel.vbts" >"$TMP/sk.info" 2>"$TMP/sk.info.err"
+lrc=$?
+main_lh=$(awk '/^SF:.*\/init\/main\.c$/ { p = 1 } p && /^LH:/ { print substr($0, 4); exit }' "$TMP/sk.info")
+awk -F, '/^FNDA:[1-9]/ { print $2 }' "$TMP/sk.info" | sort -u >"$TMP/sk.lcov.names"
+grep -v '^#' "$TMP/sk.calls" | cut -f 3 | sed 's/^ *//; s/ \[.*//' | sort -u >"$TMP/sk.calls.names"
+nfn=$(wc -l <"$TMP/sk.lcov.names")
+nboth=$(comm -12 "$TMP/sk.lcov.names" "$TMP/sk.calls.names" | wc -l)
+if [ "$lrc" = 0 ] && [ "${main_lh:-0}" -gt 0 ] && [ "$nfn" -gt 20 ] && [ $((nboth * 10)) -ge $((nfn * 9)) ]; then
+    ok "start_kernel window: lcov from vmlinux's DWARF: init/main.c $main_lh lines ran; $nfn functions entered, $nboth of them frames in calls"
+else
+    not_ok "start_kernel window: lcov from vmlinux's DWARF (status $lrc, init/main.c LH ${main_lh:-none}, $nboth of $nfn)"
+    diag_file "$TMP/sk.info.err"
+fi
+
 # user_window NAME N: a --cpl all window of N branches from the kernel's
 # uname(2): status 0, N records, 0 flow violations, decoded with symbols.
 user_window() {
@@ -74,6 +109,7 @@ user() { awk '{ a = $2; sub(/^0x/, "", a); if (length(a) < 16 || a !~ /^ffff/) n
 
 if [ -n "$user_skip" ]; then
     skip "syscall: --cpl all window from __x64_sys_newuname" "$user_skip"
+    skip "syscall: the stack views of a whole-system window" "$user_skip"
     skip "syscall: --cr3 start isolates one process" "$user_skip"
 else
     user_window syscall 10000
@@ -90,6 +126,23 @@ else
     else
         not_ok "syscall: kernel path, return to user, user-mode branches, context switches"
         diag "first: $first" "return to user: ${back:-none}" "user-mode records: $nuser" "address spaces: $ncr3, departures: $departs"
+    fi
+
+    # The stack views across the user/kernel line: the window begins in the
+    # kernel, returns to user mode (a new outermost frame), and the next
+    # system calls are frames one level into the user code's.
+    for f in calls folded chrome; do
+        "$VBTS_DECODE" --format $f --symbols "$LINUX_MAP" "$TMP/syscall.vbts" >"$TMP/sc.$f" 2>"$TMP/sc.$f.err"
+        echo $? >"$TMP/sc.$f.rc"
+    done
+    nsys=$(grep -c ' \[syscall\]$' "$TMP/sc.calls")
+    if [ "$(cat "$TMP/sc.calls.rc" "$TMP/sc.folded.rc" "$TMP/sc.chrome.rc" | tr -d '\n')" = 000 ] && [ "$nsys" -ge 1 ] &&
+       ! grep -q '^[0-9]*	[0-9]*	[^ ].* \[syscall\]$' "$TMP/sc.calls" &&
+       awk '{ sum += $NF } END { exit sum != 10000 }' "$TMP/sc.folded" && chrome_check "$TMP/sc.chrome" >/dev/null 2>"$TMP/sc.chrome.err"; then
+        ok "syscall: the stack views of a whole-system window: $nsys system calls nested in user frames, 10000 branches folded, chrome nests"
+    else
+        not_ok "syscall: the stack views of a whole-system window ($nsys system-call frames)"
+        diag "$(grep -m 3 'syscall' "$TMP/sc.calls")"; diag_file "$TMP/sc.chrome.err"
     fi
 
     user_window syscall_cr3 10000

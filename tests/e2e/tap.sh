@@ -243,3 +243,49 @@ loop_image() {
     out 0xf4, al
 f:  ret"
 }
+
+# stub_symbols MAP OUT: a nasm map's code labels (not the local ".x" ones)
+# as a System.map, for vbts-decode --symbols.
+stub_symbols() {
+    python3 - "$1" >"$2" <<'PY'
+import re, sys
+text = False
+for line in open(sys.argv[1]):
+    if line.startswith("---- Section "):
+        text = line.startswith("---- Section .text")
+        continue
+    f = line.split()
+    if text and len(f) == 3 and re.fullmatch(r"[0-9A-Fa-f]+", f[0]) and "." not in f[2]:
+        print("%016x t %s" % (int(f[0], 16), f[2]))
+PY
+}
+
+# chrome_check FILE: FILE is --format chrome output as the Trace Event
+# Format has it: every E closes the newest open B of its vCPU, all close,
+# times do not go back; prints the B events' names in order (stderr: why not).
+chrome_check() {
+    python3 - "$1" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert set(t) == {"displayTimeUnit", "otherData", "traceEvents"}, t.keys()
+open_, last, names = {}, {}, []
+for e in t["traceEvents"]:
+    ph, tid = e["ph"], e["tid"]
+    assert e["pid"] == 1
+    if ph == "M":
+        assert e["name"] == "thread_name" and e["args"]["name"] == "vCPU %d" % tid
+        continue
+    assert e["ts"] >= last.get(tid, 0), e
+    last[tid] = e["ts"]
+    if ph == "B":
+        open_.setdefault(tid, []).append(e["name"])
+        names.append(e["name"])
+    elif ph == "E":
+        assert open_.get(tid), "E without B: %r" % e
+        open_[tid].pop()
+    else:
+        assert ph == "i" and e["s"] == "t" and e["name"] in ("start", "stop", "lost", "ctx-arrive", "ctx-depart"), e
+assert not any(open_.values()), open_
+print("\n".join(names))
+PY
+}

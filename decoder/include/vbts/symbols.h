@@ -29,6 +29,9 @@ const char *vbts_symtab_lookup(const struct vbts_symtab *s, uint64_t addr, uint6
 /* Address of the first symbol called `name`; 0 if found, -1 if not. */
 int vbts_symtab_find(const struct vbts_symtab *s, const char *name, uint64_t *addr);
 
+/* Address of the lowest symbol; 0 if there is one, -1 if the table is empty. */
+int vbts_symtab_lowest(const struct vbts_symtab *s, uint64_t *addr);
+
 /* "name+0xoff" or "0xaddr" when no symbol covers it; returns buf. */
 char *vbts_symtab_format(const struct vbts_symtab *s, uint64_t addr, char *buf, size_t len);
 

@@ -53,6 +53,9 @@ Test(symbols, system_map_lookup)
     char buf[64];
     cr_assert_str_eq(vbts_symtab_format(s, 0xffffffff81000045ull, buf, sizeof(buf)), "data+0x5");
     cr_assert_str_eq(vbts_symtab_format(s, 0x1000, buf, sizeof(buf)), "0x1000");
+    cr_assert_eq(vbts_symtab_lowest(s, &a), 0);
+    cr_assert_eq(a, 0xffffffff81000000ull);
+    cr_assert_eq(vbts_symtab_lowest(NULL, &a), -1);
     vbts_symtab_free(s);
 }
 

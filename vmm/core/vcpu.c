@@ -70,17 +70,24 @@ static void internal_error(struct vcpu *cpu)
     char bytes[128] = "";
     size_t n = 0;
     bool emul = run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION;
-    /* For emulation failures data[] holds the instruction's length and bytes. */
-    if (emul && run->internal.ndata >= 2) {
-        unsigned len = run->internal.data[1] & 0xff;
+    uint8_t insn[15];
+    unsigned len = 0;
+    const uint8_t *ib = insn;
+    if (emul && cpu->vm->insn_at) {
+        len = (unsigned)cpu->vm->insn_at(cpu, insn, sizeof(insn));
+    } else if (emul && run->internal.ndata >= 2) {
+        /* For emulation failures data[] holds the instruction's length and bytes. */
+        len = run->internal.data[1] & 0xff;
         if (len > 15)
             len = 15;
-        const uint8_t *ib = (const uint8_t *)&run->internal.data[2];
-        for (unsigned i = 0; i < len && 2 + i / 8 < run->internal.ndata && n + 4 < sizeof(bytes); i++)
-            n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : " (bytes ", ib[i]);
-        if (n)
-            snprintf(bytes + n, sizeof(bytes) - n, ")");
+        if (len > (run->internal.ndata - 2) * 8)
+            len = (unsigned)(run->internal.ndata - 2) * 8;
+        ib = (const uint8_t *)&run->internal.data[2];
     }
+    for (unsigned i = 0; i < len && n + 4 < sizeof(bytes); i++)
+        n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : " (bytes ", ib[i]);
+    if (n)
+        snprintf(bytes + n, sizeof(bytes) - n, ")");
     unsigned long long rip = guest_rip(cpu);
     char sym[160];
     name_rip(cpu, rip, sym, sizeof(sym));

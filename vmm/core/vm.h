@@ -70,6 +70,13 @@ struct vm {
     struct vcpu_registry reg;       /* exit handlers and hooks (core/vcpu.h) */
     vm_guest_event_fn on_guest_event;
     void *guest_event_ctx;
+    /*
+     * The instruction at the vCPU's RIP, read through the guest's page
+     * tables by the arch layer: its length, or 0.  The core names the
+     * instruction a failure stopped at with it, not with the bytes KVM
+     * reports (kvm_pvm's are those of another instruction).
+     */
+    size_t (*insn_at)(struct vcpu *cpu, uint8_t *buf, size_t len);
     struct vm_image image[VM_MAX_IMAGE];    /* filled by the machine's loader */
     int nimage;
     struct vm_hideable hide;

@@ -30,6 +30,89 @@ bool attrib_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max,
     return false;
 }
 
+static bool writes_sp(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    for (unsigned i = 0; i < in->operand_count; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+            (ops[i].reg.value == ZYDIS_REGISTER_RSP || ops[i].reg.value == ZYDIS_REGISTER_ESP ||
+             ops[i].reg.value == ZYDIS_REGISTER_SP || ops[i].reg.value == ZYDIS_REGISTER_SPL))
+            return true;
+    return false;
+}
+
+/* The stack pointer's change by a push, pop, near call or return, add, sub or
+ * lea of a constant; false for other writes (their effect is unknown). */
+static bool sp_change(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, int64_t *d)
+{
+    int64_t size = in->operand_width / 8;
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_PUSH:
+    case ZYDIS_MNEMONIC_PUSHF:
+    case ZYDIS_MNEMONIC_PUSHFD:
+    case ZYDIS_MNEMONIC_PUSHFQ:
+        *d = -size;
+        return size > 0;
+    case ZYDIS_MNEMONIC_POP:
+        /* pop rsp loads the stack pointer from the stack (Linux's irq stack switch) */
+        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+            (ops[0].reg.value == ZYDIS_REGISTER_RSP || ops[0].reg.value == ZYDIS_REGISTER_ESP ||
+             ops[0].reg.value == ZYDIS_REGISTER_SP))
+            return false;
+        *d = size;
+        return size > 0;
+    case ZYDIS_MNEMONIC_POPF:
+    case ZYDIS_MNEMONIC_POPFD:
+    case ZYDIS_MNEMONIC_POPFQ:
+        *d = size;
+        return size > 0;
+    case ZYDIS_MNEMONIC_CALL:
+        *d = -size;
+        return size > 0 && in->meta.branch_type == ZYDIS_BRANCH_TYPE_NEAR;
+    case ZYDIS_MNEMONIC_RET:
+        *d = size;
+        return size > 0 && in->meta.branch_type == ZYDIS_BRANCH_TYPE_NEAR && in->operand_count_visible == 0;
+    case ZYDIS_MNEMONIC_ADD:
+    case ZYDIS_MNEMONIC_SUB:
+        /* add/sub rsp, imm: a handler dropping an error code, a frame made */
+        if (ops[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+            return false;
+        *d = in->mnemonic == ZYDIS_MNEMONIC_ADD ? ops[1].imm.value.s : -ops[1].imm.value.s;
+        return true;
+    case ZYDIS_MNEMONIC_LEA:
+        /* lea rsp, [rsp + disp] */
+        if (ops[1].mem.base != ops[0].reg.value || ops[1].mem.index != ZYDIS_REGISTER_NONE)
+            return false;
+        *d = ops[1].mem.disp.value;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool attrib_run_sp(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max, int64_t *delta)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    *delta = 0;
+    for (int n = 0; n < max; n++) {
+        if (cpu_decode(v, lin, &in, ops, &why))
+            return false;
+        if (writes_sp(&in, ops)) {
+            int64_t d;
+            if (!sp_change(&in, ops, &d))
+                return false;
+            *delta += d;
+        }
+        lin += in.length;
+        if (lin == rip || in.meta.category == ZYDIS_CATEGORY_COND_BR ||
+            in.meta.category == ZYDIS_CATEGORY_UNCOND_BR || in.meta.category == ZYDIS_CATEGORY_CALL ||
+            in.meta.category == ZYDIS_CATEGORY_RET)
+            return true;
+    }
+    return false;
+}
+
 void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, int max,
                   struct attrib_event *out)
 {

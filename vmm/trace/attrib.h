@@ -25,6 +25,17 @@
 bool attrib_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max,
                  bool allow_indirect, struct branch_pred *rec, bool *has_rec);
 
+/*
+ * What the run from `lin` to `rip` (straight-line, at most `max`, the last
+ * may branch) does to the stack pointer: true with *delta when every write
+ * to it is a push, a pop, a near call or return, or adds a constant; false
+ * when some other instruction writes it, or the run cannot be decoded.  An event's
+ * delivery always moves the stack pointer (the frame it pushes, or a new
+ * stack), so a step that moved it otherwise than the run does was an
+ * event, however well straight-line code explains the new RIP.
+ */
+bool attrib_run_sp(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max, int64_t *delta);
+
 enum attrib_status { ATTRIB_OK, ATTRIB_NONE, ATTRIB_SEVERAL };
 
 struct attrib_event {

@@ -167,14 +167,49 @@ static bool direct_target(const struct cpu_view *v, const ZydisDecodedInstructio
     return false;
 }
 
+/*
+ * DIV raises #DE for sure when the divisor is 0 or the quotient does not
+ * fit (the dividend's high half is not below the divisor).  Known before
+ * it runs, so a handler right after it cannot pass for straight-line code.
+ */
+static bool div_faults(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    if (in->mnemonic != ZYDIS_MNEMONIC_DIV && in->mnemonic != ZYDIS_MNEMONIC_IDIV)
+        return false;
+    const ZydisDecodedOperand *d = &ops[0];
+    unsigned bits = d->size;
+    uint64_t divisor, lin;
+    if (d->type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        if (cpu_register(v->regs, d->reg.value, &divisor))
+            return false;
+    } else if (d->type == ZYDIS_OPERAND_TYPE_MEMORY && bits <= 64) {
+        divisor = 0;
+        if (cpu_operand_address(v, in, d, &lin) || cpu_read_linear(v, lin, &divisor, bits / 8))
+            return false;
+    } else {
+        return false;
+    }
+    uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    divisor &= mask;
+    if (divisor == 0)
+        return true;
+    if (in->mnemonic == ZYDIS_MNEMONIC_IDIV)
+        return false;   /* its overflow is not worth the sign arithmetic here */
+    uint64_t high = bits == 8 ? (v->regs->rax >> 8) & 0xff : v->regs->rdx & mask;
+    return high >= divisor;
+}
+
 int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why)
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     if (predict_common(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, p, why))
         return -1;
-    if (p->kind == VBTS_KIND_UNKNOWN)
+    if (p->kind == VBTS_KIND_UNKNOWN) {
+        if (div_faults(v, &in, ops))
+            p->vector_hint = 0;
         return 0;
+    }
 
     p->taken = true;
     uint64_t cs_base = cpu_code_base(v->sregs);

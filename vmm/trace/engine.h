@@ -49,9 +49,9 @@ struct trace_vcpu {
     uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */
     bool flow_valid;
     struct kvm_sregs flow_sregs;/* the mode that code ran in */
-    /* Hosts that step with RFLAGS.TF (trace/tf.c). */
     struct kvm_regs before_regs;    /* the vCPU before the step in flight */
     struct kvm_sregs before_sregs;
+    /* Hosts that step with RFLAGS.TF (trace/tf.c). */
     unsigned since_probe;       /* steps since KVM was last asked for a pending event */
     unsigned irq_gap;           /* interruptible steps still owed to the guest (tf.c) */
     bool r11_tf;                /* TF set in R11 for a SYSRET (tf.c) */

@@ -138,6 +138,69 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     return 0;
 }
 
+/*
+ * The stack pointer is not where the instructions from the predicted one
+ * to `rip` leave it: an event pushed its frame.  (In the widths the mode
+ * keeps: a 32-bit stack wraps in ESP.)
+ */
+static bool event_moved_sp(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    int64_t d;
+    /* Most steps leave RSP alone: no decoding for them. */
+    if (v->regs->rsp == t->before_regs.rsp ||
+        !attrib_run_sp(v, t->pred.from, rip, ATTRIB_SKIP_MAX + 1, &d))
+        return false;
+    uint64_t want = t->before_regs.rsp + (uint64_t)d, got = v->regs->rsp;
+    if (cpu_mode(v->sregs) != MODE_LONG64) {
+        want = (uint32_t)want;
+        got = (uint32_t)got;
+    }
+    return want != got;
+}
+
+/*
+ * The instruction after the predicted one ran unseen (its step went with a
+ * port write's completion, or a MOV SS shadow), and it is a return: IRET,
+ * RET or RETF.  Its target is on the stack as the predicted instruction
+ * left it, which did not move the stack pointer: read it there, not from
+ * where the step ended, since the target's own first instruction may have
+ * run in the same step (after IRET, on kvm_pvm).  0: recorded; -1: the
+ * trace ends; 1: not such a return.
+ */
+static int skipped_return(struct trace_vcpu *t, const struct cpu_view *v, uint64_t next, uint64_t rip)
+{
+    struct branch_pred r, s;
+    const char *why;
+    int64_t d;
+    if (branch_predict_at(v, next, &r, &why) < 0 ||
+        (r.kind != VBTS_KIND_IRET && r.kind != VBTS_KIND_RET &&
+         !(r.kind == VBTS_KIND_FAR && r.mnemonic == ZYDIS_MNEMONIC_RET)))
+        return 1;
+    if (!attrib_run_sp(v, t->pred.from, next, 1, &d) || d != 0)
+        return 1;
+    struct kvm_regs regs = t->before_regs;
+    regs.rip += t->pred.len;
+    struct cpu_view before = { v->mem, &regs, &t->before_sregs };
+    bool has_skip;
+    if (branch_predict(&before, &r, &why) < 0 || !r.target_known) {
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                       "trace lost step synchronisation: the return at 0x%llx ran without a step "
+                       "exit, and its target cannot be read from its stack", (unsigned long long)next);
+        return -1;
+    }
+    if (rip != r.target && !explain_skip(v, r.target, rip, false, &s, &has_skip)) {
+        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                       "trace lost step synchronisation: the return at 0x%llx goes to 0x%llx, "
+                       "and the vCPU is at 0x%llx, which that cannot reach",
+                       (unsigned long long)next, (unsigned long long)r.target, (unsigned long long)rip);
+        return -1;
+    }
+    window_emit_branch(t, next, r.target, r.kind, r.cpl);
+    if (rip != r.target && has_skip)
+        emit_skipped(t, &s);
+    return 0;
+}
+
 /* Account for the instruction predicted in t->pred, now that the vCPU is at `rip`. */
 static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
@@ -178,12 +241,25 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     }
     uint64_t next = p->from + p->len;
     /* A REP string instruction steps once per iteration, in place. */
-    if (rip == next || rip == p->from)
+    if (rip == p->from)
         return 0;
-    if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
-        if (has_skip)
-            emit_skipped(t, &skip);
-        return 0;
+    /*
+     * Straight-line code may explain `rip`, also where an exception's
+     * handler starts right after the faulting instruction.  That reading
+     * holds only if nothing contradicts it: the instruction cannot fault
+     * for sure (ud2), and the stack pointer moved only if the code did.
+     */
+    if (p->vector_hint < 0 && !event_moved_sp(t, v, rip)) {
+        if (rip == next)
+            return 0;
+        int r = skipped_return(t, v, next, rip);
+        if (r != 1)
+            return r;
+        if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
+            if (has_skip)
+                emit_skipped(t, &skip);
+            return 0;
+        }
     }
     return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
 }
@@ -241,6 +317,11 @@ int step_predict(struct trace_vcpu *t, bool tolerate_skip)
     if (tolerate_skip && t->pred.kind == VBTS_KIND_UNKNOWN)
         t->pred.shadow = true;
     t->pred_valid = true;
+    if (!t->tr->tf) {
+        /* What settle() compares the step's end with. */
+        t->before_regs = *v.regs;
+        t->before_sregs = *v.sregs;
+    }
     const struct trace_config *c = t->tr->cfg;
     if (t->tracing && c->have_stop && rip == c->stop) {
         window_close(t);    /* the stop trigger is not executed inside the window */

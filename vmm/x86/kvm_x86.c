@@ -10,6 +10,7 @@
 #include "core/kvm.h"
 #include "core/vm.h"
 #include "x86/arch.h"
+#include "x86/cpu.h"
 #include "x86/host.h"
 
 /* Where KVM may put the real-mode TSS and identity map (VMX needs them). */
@@ -122,6 +123,23 @@ static enum vcpu_verdict on_shutdown(struct vcpu *cpu, void *ctx)
     return VCPU_EXIT_DONE;
 }
 
+/* The instruction at RIP as the guest's page tables map it (vm->insn_at). */
+static size_t insn_at(struct vcpu *cpu, uint8_t *buf, size_t len)
+{
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
+        return 0;
+    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
+    uint64_t lin = cpu_linear_ip(&regs, &sr);
+    if (cpu_decode(&v, lin, &in, ops, &why) || in.length > len)
+        return 0;
+    return cpu_read_linear(&v, lin, buf, in.length) == 0 ? in.length : 0;
+}
+
 int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int ncpus,
                    const struct kvm_x86_config *c)
 {
@@ -131,6 +149,7 @@ int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int n
     a->irqchip = c->irqchip;
     a->ds_cpuid = c->ds_cpuid;
     vm->arch = a;
+    vm->insn_at = insn_at;
     if (kvm_open_vm(vm, kvm_path, mem_size) < 0)
         return -1;
     if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR) < 0)

@@ -89,3 +89,32 @@ Test(attrib, event_at_a_handler_or_just_past_it)
     cr_assert_eq(attrib_kind(VBTS_KIND_EXCEPTION, 32), VBTS_KIND_INTERRUPT);
     cr_assert_eq(attrib_kind(VBTS_KIND_INT, 0x80), VBTS_KIND_INT);
 }
+
+/* What a run does to RSP: pushes, pops, calls, returns and constants add up; other writes are unknown. */
+Test(attrib, stack_pointer_of_a_run)
+{
+    /* push rax; push rbx; pop rcx; sub rsp, 0x20; lea rsp, [rsp + 8]; call 0x6100 */
+    static const uint8_t run[] = { 0x50, 0x53, 0x59, 0x48, 0x83, 0xec, 0x20, 0x48, 0x8d, 0x64, 0x24, 0x08,
+                                   0xe8, 0xf0, 0x00, 0x00, 0x00 };
+    memcpy(gmem_ptr(&mem, 0x6000, sizeof(run)), run, sizeof(run));
+    int64_t d;
+    cr_assert(attrib_run_sp(&view, 0x6000, 0x6003, 8, &d));
+    cr_assert_eq(d, -8);
+    cr_assert(attrib_run_sp(&view, 0x6000, 0x6100, 8, &d));
+    cr_assert_eq(d, -8 - 0x20 + 8 - 8);
+    /* nop; nop: no change */
+    cr_assert(attrib_run_sp(&view, 0x3000, 0x3002, 8, &d));
+    cr_assert_eq(d, 0);
+    /* mov rsp, rax: unknown */
+    static const uint8_t mov[] = { 0x48, 0x89, 0xc4, 0x90 };
+    memcpy(gmem_ptr(&mem, 0x6200, sizeof(mov)), mov, sizeof(mov));
+    cr_assert_not(attrib_run_sp(&view, 0x6200, 0x6204, 8, &d));
+    /* pop rsp (Linux leaving its irq stack): loads it, unknown; push rsp: -8 */
+    static const uint8_t poprsp[] = { 0x5c, 0x54 };
+    memcpy(gmem_ptr(&mem, 0x6300, sizeof(poprsp)), poprsp, sizeof(poprsp));
+    cr_assert_not(attrib_run_sp(&view, 0x6300, 0x6301, 8, &d));
+    cr_assert(attrib_run_sp(&view, 0x6301, 0x6302, 8, &d));
+    cr_assert_eq(d, -8);
+    /* more instructions than max: no answer */
+    cr_assert_not(attrib_run_sp(&view, 0x6000, 0x6100, 3, &d));
+}

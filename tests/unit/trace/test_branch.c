@@ -195,3 +195,30 @@ Test(branch, straight_line_flow)
     cr_assert_not(branch_straight_line(&view, 0x10000, 0x10005, 3));   /* too long */
 }
 
+
+/* A div that faults for sure is known before it runs: #DE, so no handler passes for straight-line code. */
+Test(branch, div_that_faults_is_foreseen)
+{
+    code("\xf7\xf1", 2);                        /* div ecx */
+    regs.rcx = 0;
+    cr_assert_eq(predict().vector_hint, 0);
+    regs.rcx = 3;
+    regs.rdx = 2;
+    cr_assert_eq(predict().vector_hint, -1);    /* EDX:EAX / 3 fits */
+    regs.rdx = 3;
+    cr_assert_eq(predict().vector_hint, 0);     /* the quotient does not fit */
+    regs.rcx = 0x100000000ull;                  /* ECX is 0 */
+    regs.rdx = 0;
+    cr_assert_eq(predict().vector_hint, 0);
+    code("\xf6\x35\x00\x10\x00\x00", 6);        /* div byte [rip + 0x1000] */
+    *(uint8_t *)gmem_ptr(&mem, regs.rip + 6 + 0x1000, 1) = 0;
+    cr_assert_eq(predict().vector_hint, 0);
+    *(uint8_t *)gmem_ptr(&mem, regs.rip + 6 + 0x1000, 1) = 2;
+    regs.rax = 0x0100;                          /* AH 1 < 2 */
+    cr_assert_eq(predict().vector_hint, -1);
+    code("\x48\xf7\xf9", 3);                    /* idiv rcx */
+    regs.rcx = 0;
+    cr_assert_eq(predict().vector_hint, 0);
+    regs.rcx = 1;
+    cr_assert_eq(predict().vector_hint, -1);
+}

@@ -129,6 +129,16 @@ if [ "$m1" = 600 ] && [ "$m2" = 600 ] && [ -s "$T/old.vbts" ]; then
 else
     fail "trace files are 0600, new or replaced with --force (umask 0)" "modes $m1 $m2" "$(cat "$T/err")"
 fi
+# --force makes a new file: a hard link at the trace's name is not emptied through.
+printf 'precious\n' >"$T/victim"
+ln "$T/victim" "$T/hard.vbts"
+"$VBTS" --force -q --trace "$T/hard.vbts" "$T/exit.bin" >/dev/null 2>"$T/err"
+if [ "$(cat "$T/victim")" = precious ] && [ "$(stat -c %h "$T/victim")" = 1 ] &&
+   "$VBTS_DECODE" "$T/hard.vbts" >/dev/null 2>&1; then
+    ok "--force on a hard link: a new trace file, the linked file untouched"
+else
+    fail "--force on a hard link" "victim: $(head -c 40 "$T/victim" | od -c | head -n 2)" "$(cat "$T/err")"
+fi
 "$VBTS" --help >"$T/out" 2>"$T/err"
 rc=$?
 if [ $rc = 0 ] && head -n 1 "$T/out" | grep -q '^usage: vbts \[options\] GUEST$' && [ ! -s "$T/err" ]; then

@@ -47,7 +47,21 @@ int file_create(const char *path, const struct vbts_file_header *h, bool replace
     /* A trace shows what the guest and its users ran: private by default.
      * O_NOFOLLOW: a link planted where the trace goes must not redirect a
      * monitor that often runs as root. */
-    int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    struct stat st;
+    if (replace && lstat(path, &st) == 0) {
+        if (S_ISREG(st.st_mode)) {
+            /* A new file, not the old one emptied: the name may be a hard
+             * link to a file that is not the user's to empty.  If another
+             * appears meanwhile, O_EXCL refuses it. */
+            if (unlink(path) < 0 && errno != ENOENT)
+                return error_fail_errno("cannot replace trace file %s", path);
+        } else if (S_ISLNK(st.st_mode)) {
+            return error_fail("cannot create trace file %s: it is a symbolic link", path);
+        } else {
+            flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;  /* a device or FIFO, written as it is */
+        }
+    }
     int fd = open(path, flags, 0600);
     if (fd < 0 && errno == EEXIST)
         return error_fail("cannot create trace file %s: it exists (--force replaces it)", path);
@@ -55,10 +69,6 @@ int file_create(const char *path, const struct vbts_file_header *h, bool replace
         return error_fail("cannot create trace file %s: it is a symbolic link", path);
     if (fd < 0)
         return error_fail_errno("cannot create trace file %s", path);
-    struct stat st;
-    /* A replaced file keeps its inode: make it as private as a new one. */
-    if (replace && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
-        (void)fchmod(fd, 0600);
     struct iovec iov = { (void *)h, sizeof(*h) };
     if (write_all(fd, &iov, 1) < 0) {
         error_fail_errno("writing trace %s", path);

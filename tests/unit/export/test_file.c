@@ -84,3 +84,36 @@ Test(file, private_no_follow_no_clobber)
     unlink(path);
     rmdir(dir);
 }
+
+/* --force makes a new file: a hard link at the trace's name leaves the file it links to as it was. */
+Test(file, replace_does_not_empty_a_hard_link)
+{
+    char dir[] = "/tmp/vbts-test-dir.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char victim[64], path[64];
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(path, sizeof(path), "%s/t.vbts", dir);
+    FILE *f = fopen(victim, "w");
+    cr_assert_not_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    chmod(victim, 0644);
+    cr_assert_eq(link(victim, path), 0);
+    struct vbts_file_header h;
+    file_header(&h, 1, 0);
+    int fd = file_create(path, &h, true);
+    cr_assert_geq(fd, 0, "%s", error_last());
+    close(fd);
+    struct stat sv, st;
+    cr_assert_eq(stat(victim, &sv), 0);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(sv.st_size, 9, "the linked file was emptied");
+    cr_assert_eq(sv.st_mode & 0777, 0644, "the linked file's mode changed");
+    cr_assert_neq(sv.st_ino, st.st_ino);
+    cr_assert_eq(sv.st_nlink, 1);
+    cr_assert_eq(st.st_size, (off_t)sizeof(h));
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    unlink(path);
+    unlink(victim);
+    rmdir(dir);
+}

@@ -70,10 +70,11 @@ $(BUILD)/guest-stub/bts/%.bin: guest-stub/bts/%.asm guest-stub/bts/bts.inc $(STU
 	$(NASM) -f bin -Iguest-stub/include/ -Iguest-stub/bts/ -DMAPFILE='"$(@:.bin=.map)"' -o $@ $<
 
 # Multiboot ELF guests in C with their DWARF (vbts-decode --format lcov, gdb):
-# 32-bit, freestanding, -O0 so that the expected traces beside the code hold.
+# 32-bit, freestanding, static (no 32-bit libc needed), -O0 so that the
+# expected traces beside the code hold.
 $(BUILD)/guest-stub/c/%.elf: guest-stub/c/%.c guest-stub/c/stub.ld
 	@mkdir -p $(dir $@)
-	$(CC) -m32 -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
+	$(CC) -m32 -static -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
 	    -fno-stack-protector -O0 -g -Wl,-T,guest-stub/c/stub.ld -Wl,--build-id=none \
 	    -Wl,--no-warn-rwx-segments -o $@ $<
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "view/srclines.h"
+
 /* Straight-line functions, so that a trace of them is easy to write by hand. */
 static const char dwarf_obj_src[] = "int g(int x)\n"            /* 1 */
                                     "{\n"                       /* 2 */
@@ -44,6 +46,17 @@ static inline void dwarf_obj_build(struct dwarf_obj *o)
     snprintf(cmd, sizeof(cmd), "cc -g -O0 -fno-asynchronous-unwind-tables -nostdlib -static -Wl,-e,g -o %s %s",
              o->obj, o->src);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* The lowest row of source line n; fails the test if there is none. */
+static inline const struct srclines_range *first_row(const struct srclines *s, uint32_t n)
+{
+    const struct srclines_range *best = NULL;
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->line[s->range[i].line].lineno == n && (!best || s->range[i].lo < best->lo))
+            best = &s->range[i];
+    cr_assert_not_null(best, "no row of line %u", n);
+    return best;
 }
 
 static inline void dwarf_obj_remove(struct dwarf_obj *o)

@@ -8,16 +8,6 @@
 #include "view/srclines.h"
 #include "view/view.h"
 
-static const struct srclines_range *first_row(const struct srclines *s, uint32_t n)
-{
-    const struct srclines_range *best = NULL;
-    for (size_t i = 0; i < s->nranges; i++)
-        if (s->line[s->range[i].line].lineno == n && (!best || s->range[i].lo < best->lo))
-            best = &s->range[i];
-    cr_assert_not_null(best, "no row of line %u", n);
-    return best;
-}
-
 Test(lcov, lines_entered_and_functions_called)
 {
     struct dwarf_obj o;

@@ -3,17 +3,6 @@
 #include "dwarf_obj.h"
 #include "view/srclines.h"
 
-/* The lowest range of source line n; fails the test if there is none. */
-static const struct srclines_range *first_row(const struct srclines *s, uint32_t n)
-{
-    const struct srclines_range *best = NULL;
-    for (size_t i = 0; i < s->nranges; i++)
-        if (s->line[s->range[i].line].lineno == n && (!best || s->range[i].lo < best->lo))
-            best = &s->range[i];
-    cr_assert_not_null(best, "no row of line %u", n);
-    return best;
-}
-
 Test(srclines, lines_functions_and_lookups)
 {
     struct dwarf_obj o;

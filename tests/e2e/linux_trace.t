@@ -120,8 +120,11 @@ else
     ncr3=$(awk '{print $1}' "$TMP/syscall.rec" | sort -u | wc -l)
     departs=$(grep -c '"kind":"ctx-depart"' "$TMP/syscall.json")
 
+    # How far user mode gets within the window depends on the host's speed:
+    # the guest's timer keeps real time, so on a slow host its interrupts
+    # take most of the 10,000 branches (7 to 120 user-mode records seen).
     if grep -q '"from_sym":"__x64_sys_newuname+0x[0-9a-f]*"' <<<"$(grep -m 1 '"from"' "$TMP/syscall.json")" &&
-       [ -n "$back" ] && [ "$nuser" -ge 10 ] && [ "$ncr3" -ge 2 ] && [ "$departs" -ge 2 ]; then
+       [ -n "$back" ] && [ "$nuser" -ge 1 ] && [ "$ncr3" -ge 2 ] && [ "$departs" -ge 2 ]; then
         ok "syscall: kernel path, return to user mode, $nuser user-mode branches, $departs context switches between $ncr3 address spaces"
     else
         not_ok "syscall: kernel path, return to user, user-mode branches, context switches"
@@ -135,13 +138,19 @@ else
         "$VBTS_DECODE" --format $f --symbols "$LINUX_MAP" "$TMP/syscall.vbts" >"$TMP/sc.$f" 2>"$TMP/sc.$f.err"
         echo $? >"$TMP/sc.$f.rc"
     done
+    # How many system calls the window holds depends on the scheduler: the
+    # calls view has a frame for each (a syscall record up to the kernel).
     nsys=$(grep -c ' \[syscall\]$' "$TMP/sc.calls")
-    if [ "$(cat "$TMP/sc.calls.rc" "$TMP/sc.folded.rc" "$TMP/sc.chrome.rc" | tr -d '\n')" = 000 ] && [ "$nsys" -ge 1 ] &&
+    nup=$(python3 -c '
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) for r in [json.loads(l)]
+          if r.get("kind") == "syscall" and "from" in r and int(r["to"], 16) > int(r["from"], 16)))' "$TMP/syscall.json")
+    if [ "$(cat "$TMP/sc.calls.rc" "$TMP/sc.folded.rc" "$TMP/sc.chrome.rc" | tr -d '\n')" = 000 ] && [ "$nsys" = "$nup" ] &&
        ! grep -q '^[0-9]*	[0-9]*	[^ ].* \[syscall\]$' "$TMP/sc.calls" &&
        awk '{ sum += $NF } END { exit sum != 10000 }' "$TMP/sc.folded" && chrome_check "$TMP/sc.chrome" >/dev/null 2>"$TMP/sc.chrome.err"; then
-        ok "syscall: the stack views of a whole-system window: $nsys system calls nested in user frames, 10000 branches folded, chrome nests"
+        ok "syscall: the stack views of a whole-system window: the $nup system calls nested in user frames, 10000 branches folded, chrome nests"
     else
-        not_ok "syscall: the stack views of a whole-system window ($nsys system-call frames)"
+        not_ok "syscall: the stack views of a whole-system window ($nsys system-call frames, $nup system calls)"
         diag "$(grep -m 3 'syscall' "$TMP/sc.calls")"; diag_file "$TMP/sc.chrome.err"
     fi
 

@@ -3,7 +3,8 @@
  * --format calls: one line each time a vCPU runs another function (a call,
  * an event, a return, a tail jump), "CPU<tab>N<tab>" and the name indented
  * two spaces a level, as gdb's record function-call-history /c numbers and
- * indents them.  Frames an event entered say so ("[exception]").  Markers
+ * indents them.  A frame an event entered says so ("[exception]"); what
+ * replaces it at that level (a tail call) does not.  Markers
  * that matter to the history are comments: "# CPU lost N", ctx switches,
  * the stop.
  */
@@ -27,7 +28,7 @@ static void line(struct calls *v, unsigned cpu, const struct stack_frame *f, uns
 {
     fprintf(v->base.out, "%u\t%llu\t%*s", cpu, (unsigned long long)++v->n[cpu], (int)(2 * depth), "");
     view_put_name(v->base.out, f, NULL, false);
-    if (f->how < sizeof(how_note) / sizeof(how_note[0]) && how_note[f->how])
+    if (!f->replaced && f->how < sizeof(how_note) / sizeof(how_note[0]) && how_note[f->how])
         fputs(how_note[f->how], v->base.out);
     putc('\n', v->base.out);
 }

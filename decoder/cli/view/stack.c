@@ -81,6 +81,8 @@ static void replace(struct stack *s, unsigned cpu, uint64_t seq, struct cpu_stac
     if (s->ops.leave)
         s->ops.leave(s->ctx, cpu, seq, top, c->n - 1);
     f.how = top->how;
+    f.site = top->site;
+    f.replaced = true;
     *top = f;
     if (s->ops.enter)
         s->ops.enter(s->ctx, cpu, seq, top, c->n - 1);
@@ -133,9 +135,22 @@ static void leave_one(struct stack *s, unsigned cpu, uint64_t seq, struct cpu_st
         c->over--;
         return;
     }
-    c->n--;
-    if (s->ops.leave)
-        s->ops.leave(s->ctx, cpu, seq, &c->f[c->n], c->n);
+    /* The level whose call `to` comes right after (an instruction is at
+     * most 15 bytes; an interrupted one is returned to itself); else the
+     * innermost. */
+    unsigned k = c->n - 1;
+    for (unsigned i = c->n - 1; i > 0; i--) {
+        uint64_t site = c->f[i].site;
+        if (site && to >= site && to - site <= 15) {
+            k = i;
+            break;
+        }
+    }
+    while (c->n > k) {
+        c->n--;
+        if (s->ops.leave)
+            s->ops.leave(s->ctx, cpu, seq, &c->f[c->n], c->n);
+    }
     if (!c->n) {
         /* A return past where the trace began: the function returned to is the new outermost. */
         enter(s, cpu, seq, c, stack_frame_at(s->symtab, to, STACK_ROOT));
@@ -148,13 +163,14 @@ static void leave_one(struct stack *s, unsigned cpu, uint64_t seq, struct cpu_st
         s->ops.resume(s->ctx, cpu, seq, &c->f[c->n - 1], c->n - 1);
 }
 
-static void push(struct stack *s, unsigned cpu, uint64_t seq, struct cpu_stack *c, uint64_t to,
+static void push(struct stack *s, unsigned cpu, const struct vbts_event *ev, struct cpu_stack *c,
                  enum stack_how how)
 {
-    struct stack_frame f = stack_frame_at(s->symtab, to, how);
+    struct stack_frame f = stack_frame_at(s->symtab, ev->rec.to, how);
     if (!s->symtab)
-        f.func = to;    /* no names: the entry address tells functions apart */
-    enter(s, cpu, seq, c, f);
+        f.func = ev->rec.to;    /* no names: the entry address tells functions apart */
+    f.site = ev->rec.from;
+    enter(s, cpu, ev->seq, c, f);
 }
 
 int stack_event(struct stack *s, const struct vbts_event *ev)
@@ -187,23 +203,23 @@ int stack_event(struct stack *s, const struct vbts_event *ev)
     switch (ev->kind) {
     case VBTS_KIND_CALL:
     case VBTS_KIND_CALL_IND:
-        push(s, cpu, seq, c, ev->rec.to, STACK_CALL);
+        push(s, cpu, ev, c, STACK_CALL);
         break;
     case VBTS_KIND_INT:
-        push(s, cpu, seq, c, ev->rec.to, STACK_INT);
+        push(s, cpu, ev, c, STACK_INT);
         break;
     case VBTS_KIND_EXCEPTION:
-        push(s, cpu, seq, c, ev->rec.to, STACK_EXCEPTION);
+        push(s, cpu, ev, c, STACK_EXCEPTION);
         break;
     case VBTS_KIND_INTERRUPT:
-        push(s, cpu, seq, c, ev->rec.to, STACK_INTERRUPT);
+        push(s, cpu, ev, c, STACK_INTERRUPT);
         break;
     case VBTS_KIND_SYSCALL:
         /* One kind for both ways; kernels sit above their user space (x86-64's
          * upper half, i386's 3G/1G split), so a system call branches up, and its
          * return down, also in a trace that began inside the kernel. */
         if (ev->rec.to > ev->rec.from)
-            push(s, cpu, seq, c, ev->rec.to, STACK_SYSCALL);
+            push(s, cpu, ev, c, STACK_SYSCALL);
         else
             leave_one(s, cpu, seq, c, ev->rec.to);
         break;

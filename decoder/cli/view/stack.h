@@ -6,12 +6,17 @@
  * and sysrets leave one; with symbols, a jump into another function (a
  * tail call) or a return into a function other than the caller replaces
  * the innermost frame, except a jump to code that returns at once, which
- * is the jumping function's return (a return thunk).  The views see every
- * change as callbacks, in order, so each keeps only what it shows.
+ * is the jumping function's return (a return thunk).  A return goes back
+ * to the level whose call it returns after (its target just past that
+ * call), leaving every level above, so code that returns past a frame
+ * (Linux's SRSO thunk: call, then drop the return address and ret) keeps
+ * the depth right.  The views see every change as callbacks, in order, so
+ * each keeps only what it shows.
  */
 #ifndef VBTS_DECODER_VIEW_STACK_H
 #define VBTS_DECODER_VIEW_STACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <vbts/decode.h>
 #include <vbts/symbols.h>
@@ -35,6 +40,8 @@ struct stack_frame {
     uint64_t func;    /* the function's address: its symbol's, else the entry; 0 unknown */
     const char *name; /* its symbol, or NULL */
     uint8_t how;      /* enum stack_how */
+    uint64_t site;    /* the call or interrupted instruction that entered the level; 0 none */
+    bool replaced;    /* it replaced the level's frame (a tail call), which `how` entered */
 };
 
 struct stack_ops {

@@ -60,3 +60,18 @@ Test(calls, without_symbols)
     cr_assert_str_eq(run(&m, NULL, ev, 2), "0\t1\t??\n0\t2\t  0x1100\n0\t3\t    0x2000 [exception]\n");
     memout_close(&m);
 }
+
+/* Only the frame an event entered is marked; a tail call at its level is not. */
+Test(calls, tail_call_in_a_handler_is_not_marked)
+{
+    struct vbts_symtab *sym = test_symtab();
+    const struct vbts_event ev[] = {
+        ev_branch(0, 0, 0x1004, 0x1400, VBTS_KIND_EXCEPTION),
+        ev_branch(0, 1, 0x1404, 0x1200, VBTS_KIND_JMP),
+        ev_branch(0, 2, 0x1204, 0x1210, VBTS_KIND_JCC),
+    };
+    struct memout m;
+    cr_assert_str_eq(run(&m, sym, ev, 3), "0\t1\tmain\n0\t2\t  isr [exception]\n0\t3\t  g\n");
+    memout_close(&m);
+    vbts_symtab_free(sym);
+}

@@ -187,7 +187,7 @@ Test(stack, without_symbols_entries_name_frames)
     stack_free(s);
 }
 
-/* Past STACK_MAX_DEPTH levels are counted, not entered; the returns come back through them. */
+/* Past STACK_MAX_DEPTH levels are counted, not entered; the returns, each just after its call, come back through them. */
 Test(stack, depth_is_bounded)
 {
     struct stack *s = fresh(NULL);
@@ -197,8 +197,8 @@ Test(stack, depth_is_bounded)
     cr_assert_eq(enters, STACK_MAX_DEPTH);      /* the first frame and 1023 calls */
     cr_assert_eq(deepest, STACK_MAX_DEPTH - 1);
     for (uint64_t i = 0; i < 3000; i++)
-        cr_assert_eq(stack_event(s, &(struct vbts_event){ .rec = { 0x3000, 0x1005, 0 }, .seq = 3000 + i,
-                                                          .kind = VBTS_KIND_RET }), 0);
+        cr_assert_eq(stack_event(s, &(struct vbts_event){ .rec = { 0x3000, 0x1000 + (2999 - i) + 5, 0 },
+                                                          .seq = 3000 + i, .kind = VBTS_KIND_RET }), 0);
     cr_assert_eq(branches, 6000);
     cr_assert_eq(leaves, STACK_MAX_DEPTH - 1);  /* the first frame stays */
     stack_free(s);
@@ -239,6 +239,39 @@ Test(stack, sysret_from_where_the_trace_began)
     struct stack *s = fresh(sym);
     FEED(s, ev_branch(0, 0, 0x1510, 0x1006, VBTS_KIND_SYSCALL), ev_branch(0, 1, 0x1008, 0x1500, VBTS_KIND_SYSCALL));
     cr_assert_str_eq(log_buf, "+0:0 sys/0/0\n-0:0 sys/0/0\n+0:0 main/0/0\n+0:1 sys/1/5\n");
+    stack_free(s);
+    vbts_symtab_free(sym);
+}
+
+/*
+ * A return that goes back past a frame: a jump to a thunk that calls a
+ * helper, which drops its own return address and returns to the first
+ * caller (Linux's SRSO return thunk).  The depth comes back to main's.
+ */
+Test(stack, return_past_a_frame_goes_back_to_its_caller)
+{
+    struct vbts_symtab *sym = test_symtab();
+    struct stack *s = fresh(sym);
+    FEED(s, ev_branch(0, 0, 0x1004, 0x1100, VBTS_KIND_CALL),     /* main -> f, returns to 0x1009 */
+            ev_branch(0, 1, 0x1108, 0x1300, VBTS_KIND_JMP),      /* f -> h (the thunk) */
+            ev_branch(0, 2, 0x1304, 0x1200, VBTS_KIND_CALL),     /* h -> g */
+            ev_branch(0, 3, 0x1208, 0x1009, VBTS_KIND_RET),      /* g returns to main */
+            ev_branch(0, 4, 0x1010, 0x1100, VBTS_KIND_CALL));    /* main calls f again: depth 1 */
+    cr_assert_str_eq(log_buf, "+0:0 main/0/0\n+0:0 f/1/1\n-0:1 f/1/1\n+0:1 h/1/1\n+0:2 g/2/1\n-0:3 g/2/1\n"
+                              "-0:3 h/1/1\n=0:3 main/0/0\n+0:4 f/1/1\n");
+    stack_free(s);
+    vbts_symtab_free(sym);
+}
+
+/* An interrupt's iret goes back to the interrupted instruction: to its level, whatever ran above. */
+Test(stack, iret_to_the_interrupted_instruction)
+{
+    struct vbts_symtab *sym = test_symtab();
+    struct stack *s = fresh(sym);
+    FEED(s, ev_branch(0, 0, 0x1104, 0x1400, VBTS_KIND_INTERRUPT),  /* f interrupted at 0x1104 */
+            ev_branch(0, 1, 0x1404, 0x1200, VBTS_KIND_CALL),       /* isr -> g, never returns */
+            ev_branch(0, 2, 0x1210, 0x1104, VBTS_KIND_IRET));      /* back to f's 0x1104 */
+    cr_assert_str_eq(log_buf, "+0:0 f/0/0\n+0:0 isr/1/4\n+0:1 g/2/1\n-0:2 g/2/1\n-0:2 isr/1/4\n=0:2 f/0/0\n");
     stack_free(s);
     vbts_symtab_free(sym);
 }

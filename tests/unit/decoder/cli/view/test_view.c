@@ -25,18 +25,18 @@ static const char *name(struct memout *m, const struct stack_frame *f, const cha
 Test(view, names_print_safely)
 {
     struct memout m;
-    cr_assert_str_eq(name(&m, &(struct stack_frame){ 0, NULL, 0 }, NULL, false), "??");
+    cr_assert_str_eq(name(&m, &(struct stack_frame){ 0, NULL, 0, 0, false }, NULL, false), "??");
     memout_close(&m);
-    cr_assert_str_eq(name(&m, &(struct stack_frame){ 0xffffffff81000000ull, NULL, 0 }, NULL, false),
+    cr_assert_str_eq(name(&m, &(struct stack_frame){ 0xffffffff81000000ull, NULL, 0, 0, false }, NULL, false),
                      "0xffffffff81000000");
     memout_close(&m);
-    cr_assert_str_eq(name(&m, &(struct stack_frame){ 1, "a\"b\\c\x7f\xc3\xa9", 0 }, NULL, true), "a\\\"b\\\\c???");
+    cr_assert_str_eq(name(&m, &(struct stack_frame){ 1, "a\"b\\c\x7f\xc3\xa9", 0, 0, false }, NULL, true), "a\\\"b\\\\c???");
     memout_close(&m);
-    cr_assert_str_eq(name(&m, &(struct stack_frame){ 1, "x y;z", 0 }, "; ", false), "x?y?z");
+    cr_assert_str_eq(name(&m, &(struct stack_frame){ 1, "x y;z", 0, 0, false }, "; ", false), "x?y?z");
     memout_close(&m);
     char longname[1000];
     memset(longname, 'n', sizeof(longname) - 1);
     longname[sizeof(longname) - 1] = '\0';
-    cr_assert_eq(strlen(name(&m, &(struct stack_frame){ 1, longname, 0 }, NULL, false)), VIEW_NAME_MAX);
+    cr_assert_eq(strlen(name(&m, &(struct stack_frame){ 1, longname, 0, 0, false }, NULL, false)), VIEW_NAME_MAX);
     memout_close(&m);
 }

@@ -208,8 +208,9 @@ int sandbox_install(bool remove_sockets)
     tzset();
     /* glibc's first shrink of a thread's malloc arena opens
      * /proc/sys/vm/overcommit_memory: the socket server's arena shrank
-     * when clients left.  Freed memory stays with the process instead. */
-    if (mallopt(M_TRIM_THRESHOLD, INT_MAX) != 1)
+     * when clients left.  Freed memory stays with the process instead.
+     * (The sanitizers' allocator has no arenas, and no mallopt.) */
+    if (!SANITIZER && mallopt(M_TRIM_THRESHOLD, INT_MAX) != 1)
         return error_fail("sandbox: mallopt(M_TRIM_THRESHOLD) failed");
     for (int nr = 0; nr < NAMED_SYSCALLS; nr++)
         names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);

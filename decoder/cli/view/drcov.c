@@ -113,7 +113,8 @@ static int drcov_finish(void *p)
     for (size_t i = 0; i < v->cap; i++)
         if (v->b[i].size)
             v->b[n++] = v->b[i];
-    qsort(v->b, n, sizeof(*v->b), by_start);
+    if (n)
+        qsort(v->b, n, sizeof(*v->b), by_start);     /* no blocks: no table either */
 
     uint64_t image = 0;
     bool has_image = false;

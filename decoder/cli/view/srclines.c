@@ -226,7 +226,8 @@ struct srclines *srclines_load(const char *path, char *err, size_t errlen)
         goto fail;
     }
     qsort(v->range, v->nranges, sizeof(*v->range), by_lo);
-    qsort(v->func, v->nfuncs, sizeof(*v->func), by_entry);
+    if (v->nfuncs)
+        qsort(v->func, v->nfuncs, sizeof(*v->func), by_entry);
     dwarf_end(dw);
     close(fd);
     return v;

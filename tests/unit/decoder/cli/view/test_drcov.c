@@ -93,3 +93,16 @@ Test(drcov, long_runs_split_without_symbols)
     cr_assert(bb[3].start == 0x3fffe && bb[3].size == 2);
     memout_close(&m);
 }
+
+/* A trace without a branch: the header, no module, an empty table. */
+Test(drcov, no_branches_no_blocks)
+{
+    const struct vbts_event ev[] = { ev_marker(0, 0, VBTS_MARK_START, 1, 0), ev_marker(0, 1, VBTS_MARK_STOP, 2, 0) };
+    struct memout m;
+    char head[1024];
+    struct bb bb[1];
+    cr_assert_eq(run(&m, NULL, NULL, ev, 2, head, sizeof(head), bb, 1), 0);
+    cr_assert_str_eq(head, "DRCOV VERSION: 2\nDRCOV FLAVOR: drcov\nModule Table: version 2, count 0\n"
+                           "Columns: id, base, end, entry, checksum, timestamp, path\nBB Table: 0 bbs\n");
+    memout_close(&m);
+}

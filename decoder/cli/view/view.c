@@ -17,7 +17,15 @@ const struct view_type *view_find(const char *name)
 
 const char *view_names(void)
 {
-    return "calls, folded, chrome, drcov or lcov";
+    /* From the table, so that a new view is named where it is registered. */
+    static char names[128];
+    if (!names[0]) {
+        size_t n = sizeof(views) / sizeof(views[0]), len = 0;
+        for (size_t i = 0; i < n && len < sizeof(names); i++)
+            len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
+                                    views[i]->name);
+    }
+    return names;
 }
 
 void view_put_name(FILE *out, const struct stack_frame *f, const char *bad, bool json)

@@ -13,6 +13,7 @@ Test(view, find_by_name)
     cr_assert_null(view_find("Calls"));
     cr_assert(calls_view.needs_kinds && folded_view.needs_kinds && chrome_view.needs_kinds);
     cr_assert(!drcov_view.needs_kinds);
+    cr_assert_str_eq(view_names(), "calls, folded, chrome, drcov or lcov");
 }
 
 static const char *name(struct memout *m, const struct stack_frame *f, const char *bad, bool json)

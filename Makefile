@@ -72,7 +72,7 @@ $(BUILD)/guest-stub/bts/%.bin: guest-stub/bts/%.asm guest-stub/bts/bts.inc $(STU
 # Multiboot ELF guests in C with their DWARF (vbts-decode --format lcov, gdb):
 # 32-bit, freestanding, static (no 32-bit libc needed), -O0 so that the
 # expected traces beside the code hold.
-$(BUILD)/guest-stub/c/%.elf: guest-stub/c/%.c guest-stub/c/stub.ld
+$(BUILD)/guest-stub/c/%.elf: guest-stub/c/%.c guest-stub/c/multiboot.h guest-stub/c/stub.ld
 	@mkdir -p $(dir $@)
 	$(CC) -m32 -static -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
 	    -fno-stack-protector -O0 -g -Wl,-T,guest-stub/c/stub.ld -Wl,--build-id=none \
@@ -138,7 +138,7 @@ $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/
 # leak-*, timeout-*, oom-*, prefixed with the target).  Fix the bug, then
 # copy the input into fuzz/corpus/<target>/ under a name that says what it
 # found: from then on every `make test` replays it, so the bug stays fixed.
-FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts
+FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts gdb
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -pthread -Iinclude -Idecoder/include -Idecoder/cli -Ivmm -fno-omit-frame-pointer \

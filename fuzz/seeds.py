@@ -320,10 +320,33 @@ def guest_bts():
             "ds_unmapped": unmapped, "soft_event_pf": soft_pf, "cpu1_cpl_filter": cpu1}
 
 
+# --- gdb's remote protocol ------------------------------------------------------
+def rsp(payload):
+    return b"$%s#%02x" % (payload, sum(payload) & 0xFF)
+
+
+def gdb():
+    hello = b"+" + rsp(b"qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+") + rsp(b"vMustReplyEmpty") + \
+        rsp(b"QStartNoAckMode") + rsp(b"Hg0") + rsp(b"qXfer:features:read:target.xml:0,ffb") + \
+        rsp(b"qXfer:features:read:target.xml:ffb,ffb") + rsp(b"qTStatus") + rsp(b"?") + rsp(b"qfThreadInfo") + \
+        rsp(b"qsThreadInfo") + rsp(b"qAttached") + rsp(b"g") + rsp(b"m10000,40")
+    record = rsp(b"Z1,10010,1") + rsp(b"vCont;c") + rsp(b"z1,10010,1") + rsp(b"Qbtrace-conf:bts:size=0x10000") + \
+        rsp(b"Qbtrace:bts") + rsp(b"qXfer:btrace-conf:read::0,fff") + rsp(b"vCont;s:1;c") + \
+        rsp(b"qXfer:btrace:read:all:0,fff") + rsp(b"vCont;s:1") + rsp(b"qXfer:btrace:read:delta:0,fff") + \
+        rsp(b"qXfer:btrace:read:new:0,fff") + rsp(b"Qbtrace:off")
+    memory = rsp(b"M10000,4:deadbeef") + rsp(b"X10004,2:}\x03}\x04") + rsp(b"m10000,8") + rsp(b"P0=adde000000000000") + \
+        rsp(b"vCont;c") + rsp(b"P0=0000000000000000") + rsp(b"c10020") + b"\x03" + rsp(b"Z2,10040,4") + rsp(b"Z4,10041,4") + \
+        rsp(b"Z3,10040,4") + rsp(b"G" + b"00" * 8) + rsp(b"D") + rsp(b"k") + b"$g#00"
+    threads = rsp(b"Hg2") + rsp(b"T2") + rsp(b"qThreadExtraInfo,2") + rsp(b"vCont;t:1;s:2") + rsp(b"Hc-1") + \
+        rsp(b"s") + rsp(b"vCont;c:3;C05") + rsp(b"qC")
+    return {"hello": bytes([0]) + hello, "record_btrace": bytes([0]) + hello + record,
+            "memory_registers": bytes([1]) + hello + memory, "threads_4cpu": bytes([6]) + hello + threads}
+
+
 def main():
     for target, seeds in (("reader", traces()), ("symbols", symbols()), ("decode", decode()),
                           ("lz4", lz4()), ("linux", linux()), ("multiboot", multiboot()), ("client", client()),
-                          ("guest_bts", guest_bts())):
+                          ("guest_bts", guest_bts()), ("gdb", gdb())):
         for name, data in seeds.items():
             put(target, name, data)
 

@@ -13,28 +13,23 @@
  * them (the for line: its start, then each of its 4 tests, from the start
  * and after each of the 3 turns); every line with code has one.
  * "@called N": the times a branch leads to the function's entry.
+ *
+ * gdb (tests/e2e/gdb.t): stopped at main by a breakpoint, `record btrace
+ * bts`, then `next` 7 times (to the for line of the last turn); `record
+ * function-call-history /c` then numbers these lines from 1:
+ * @gdb-break main
+ * @gdb-next 7
+ * @gdb-history main
+ * @gdb-history   leaf
+ * @gdb-history main
+ * @gdb-history   twice
+ * @gdb-history     leaf
+ * @gdb-history   twice
+ * @gdb-history     leaf
+ * @gdb-history   twice
+ * @gdb-history main
  */
-#include <stdint.h>
-
-#define MB_MAGIC 0x1badb002u
-#define MB_FLAGS 0u
-
-__attribute__((section(".multiboot"), used, aligned(4)))
-static const uint32_t mb_header[3] = { MB_MAGIC, MB_FLAGS, -(MB_MAGIC + MB_FLAGS) };
-
-__attribute__((used)) static uint8_t stack[4096] __attribute__((aligned(16)));
-
-/* The stack, main, then the debug-exit port: status (0 << 1) | 1. */
-__asm__(".section .text.start, \"ax\"\n"
-        ".global _start\n"
-        "_start:\n"
-        "    mov $stack + 4096, %esp\n"
-        "    call main\n"
-        "    mov $0, %al\n"
-        "    out %al, $0xf4\n"
-        "1:  hlt\n"
-        "    jmp 1b\n"
-        ".text\n");
+#include "multiboot.h"
 
 __attribute__((noinline)) static unsigned leaf(unsigned x)  /* @called 4 */
 {                                           /* @ran 4 */

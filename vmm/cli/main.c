@@ -18,6 +18,7 @@
 #include "core/vm.h"
 #include "devices/lapic.h"
 #include "export/sink.h"
+#include "gdb/gdb.h"
 #include "guest_bts/guest_bts.h"
 #include "machine/linux_vm.h"
 #include "machine/multiboot_vm.h"
@@ -66,6 +67,9 @@ static const char usage[] =
     "      --group GROUP     with --user: run with GROUP (default: USER's group)\n"
     "      --sandbox         --user " USER_SANDBOX_DEFAULT " (its group unless --group)\n"
     "      --no-seccomp      no system-call allowlist (docs/security.md)\n"
+    "      --gdb [HOST:]PORT  serve gdb's remote protocol, with branch trace (record\n"
+    "                        btrace bts), on PORT of loopback unless HOST (docs/gdb.md)\n"
+    "  -S                    with --gdb: stop before the first instruction, for gdb\n"
     "  -q, --quiet           no trace summary on stderr\n"
     "  -h, --help            this text\n"
     "      --version         print the version\n"
@@ -128,6 +132,7 @@ struct run {
     struct linux_vm *lvm;
     struct lapic_dev *apic;
     struct sink *sink;
+    struct gdb *gdb;
 };
 
 static void options_or_exit(struct vbts_options *o, int argc, char **argv)
@@ -192,12 +197,25 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
     if (kvm_x86_create(&r->vm, o->kvm_path, o->memory, linux_guest ? o->cpus : 1, &xc) < 0 ||
         debug_install(&r->vm) < 0)
         die("%s", error_last());
+    /* gdb's hooks before the engine's: a vCPU stops before the engine readies its run. */
+    if (o->gdb) {
+        struct gdb_config gc = { .addr = o->gdb, .wait = o->gdb_wait };
+        if (!(r->gdb = gdb_install(&r->vm, &gc)))
+            die("%s", error_last());
+    }
     if (o->guest_bts && !(r->gbts = guest_bts_install(&r->vm)))
         die("guest BTS needs MSR filtering, which this host's KVM lacks (%s); "
             "run with --no-guest-bts", error_last());
     /* The engine's hooks come first: a vCPU follows the window before devices inject. */
     if (!(r->tr = trace_install(&r->vm, &r->tcfg, r->gbts)))
         die("%s", error_last());
+    if (r->gdb) {
+        gdb_set_trace(r->gdb, r->tr);
+        if (gdb_start(r->gdb) < 0)
+            die("%s", error_last());
+        fprintf(stderr, "vbts: gdb: %s for a connection on tcp:%s\n",
+                o->gdb_wait ? "the guest waits" : "listening", gdb_address(r->gdb));
+    }
     if (linux_guest) {
         struct linux_guest g = { .path = o->guest, .image = image, .image_size = size,
                                  .initrd = o->initrd, .append = *o->append ? o->append : NULL };
@@ -323,8 +341,10 @@ int main(int argc, char **argv)
 
     double elapsed;
     int status = run_vm(&r, &elapsed);
+    gdb_finish(r.gdb, status);
     linux_vm_teardown(r.lvm);
     status = report(&r, status, elapsed);
+    gdb_free(r.gdb);
     trace_free(r.tr);
     guest_bts_free(r.gbts);
     iobus_destroy(&r.vm.io);

@@ -19,7 +19,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
     enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
            OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW, OPT_STOP_AFTER,
            OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER, OPT_FORCE };
-    enum { OPT_USER = 512, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP };
+    enum { OPT_USER = 512, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
@@ -45,6 +45,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { "group", required_argument, NULL, OPT_GROUP },
         { "sandbox", no_argument, NULL, OPT_SANDBOX },
         { "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
+        { "gdb", required_argument, NULL, OPT_GDB },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION_ },
@@ -57,7 +58,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+:m:a:t:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:m:a:t:qhS", longopts, NULL)) != -1) {
         switch (c) {
         case 'm':
             if (parse_size(optarg, &o->memory) < 0) {
@@ -180,6 +181,14 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         case OPT_GROUP: o->group = optarg; break;
         case OPT_SANDBOX: o->sandbox = true; break;
         case OPT_NO_SECCOMP: o->no_seccomp = true; break;
+        case OPT_GDB:
+            if (!*optarg) {
+                snprintf(err, errlen, "--gdb: empty address (use [HOST:]PORT)");
+                return OPT_ERROR;
+            }
+            o->gdb = optarg;
+            break;
+        case 'S': o->gdb_wait = true; break;
         case 'q': o->quiet = true; break;
         case 'h': return OPT_HELP;
         case OPT_VERSION_: return OPT_VERSION;
@@ -200,6 +209,10 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
     }
     if (optind + 1 < argc) {
         snprintf(err, errlen, "unexpected argument '%s' after GUEST", argv[optind + 1]);
+        return OPT_ERROR;
+    }
+    if (o->gdb_wait && !o->gdb) {
+        snprintf(err, errlen, "-S waits for gdb: it needs --gdb [HOST:]PORT");
         return OPT_ERROR;
     }
     o->guest = argv[optind];

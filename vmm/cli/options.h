@@ -43,6 +43,9 @@ struct vbts_options {
     const char *user, *group;   /* --user, --group: names or numbers */
     bool sandbox;               /* --sandbox: --user nobody */
     bool no_seccomp;            /* --no-seccomp: no system-call filter */
+    /* The GDB remote stub (gdb/gdb.h). */
+    const char *gdb;            /* --gdb [HOST:]PORT */
+    bool gdb_wait;              /* -S */
 };
 
 enum opt_result { OPT_RUN, OPT_HELP, OPT_VERSION, OPT_ERROR };

@@ -167,6 +167,12 @@ void vcpu_dispatch_exit(struct vcpu *cpu)
     default_exit(cpu);
 }
 
+static bool owes(uint32_t reason)
+{
+    return reason == KVM_EXIT_IO || reason == KVM_EXIT_MMIO || reason == KVM_EXIT_X86_RDMSR ||
+           reason == KVM_EXIT_X86_WRMSR;
+}
+
 static void *vcpu_thread(void *arg)
 {
     struct vcpu *cpu = arg;
@@ -187,6 +193,7 @@ static void *vcpu_thread(void *arg)
                            cpu->index, strerror(errno));
             break;
         }
+        cpu->owes = owes(run->exit_reason);
         vcpu_dispatch_exit(cpu);
     }
     if (run_hooks(cpu, VCPU_HOOK_THREAD_END) < 0)
@@ -214,19 +221,27 @@ static int probe_setup(struct vcpu *cpu)
     return 0;
 }
 
-int vcpu_probe(struct vcpu *cpu)
+/* KVM_RUN with SIG_PROBE pending: KVM_RUN's result, errno in *err. */
+static int probe_run(struct vcpu *cpu, int *err)
 {
-    if (!cpu->probe_ready && probe_setup(cpu) < 0)
-        return -1;
     pthread_kill(pthread_self(), SIG_PROBE);
     int r = ioctl(cpu->fd, KVM_RUN, 0);
-    int e = errno;
+    *err = errno;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIG_PROBE);
     static const struct timespec now = { 0, 0 };
     while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR)
         ;
+    return r;
+}
+
+int vcpu_probe(struct vcpu *cpu)
+{
+    if (!cpu->probe_ready && probe_setup(cpu) < 0)
+        return -1;
+    int e;
+    int r = probe_run(cpu, &e);
     /* immediate_exit stays as it is: a kick to end the run must still end it. */
     if (r == 0)
         return error_fail("KVM_RUN probe on vCPU %d ran the guest (exit %u)", cpu->index,
@@ -235,6 +250,32 @@ int vcpu_probe(struct vcpu *cpu)
         errno = e;
         return error_fail_errno("KVM_RUN probe on vCPU %d", cpu->index);
     }
+    return 0;
+}
+
+int vcpu_complete(struct vcpu *cpu)
+{
+    if (!cpu->owes)
+        return 0;
+    if (!cpu->probe_ready && probe_setup(cpu) < 0)
+        return -1;
+    /* A kick's immediate_exit would return before KVM completes anything. */
+    uint8_t ie = cpu->run->immediate_exit;
+    cpu->run->immediate_exit = 0;
+    int e;
+    int r = probe_run(cpu, &e);
+    cpu->run->immediate_exit |= ie;
+    if (r == 0) {
+        /* KVM needed another exit to finish (a split MMIO access): serve it. */
+        cpu->owes = owes(cpu->run->exit_reason);
+        vcpu_dispatch_exit(cpu);
+        return 0;
+    }
+    if (e != EINTR && e != EAGAIN) {
+        errno = e;
+        return error_fail_errno("KVM_RUN (completing an exit) on vCPU %d", cpu->index);
+    }
+    cpu->owes = false;
     return 0;
 }
 

@@ -28,6 +28,7 @@ struct vcpu {
     pthread_t thread;
     atomic_bool thread_started;
     bool probe_ready;           /* KVM_SET_SIGNAL_MASK lets SIG_PROBE through KVM_RUN */
+    bool owes;                  /* KVM completes the last exit (I/O, MMIO, MSR) at the next KVM_RUN */
     void *arch;                 /* the x86 layer's per-vCPU state (x86/kvm_x86.h) */
 };
 
@@ -68,6 +69,15 @@ int vcpu_on_hook(struct vm *vm, enum vcpu_hook when, vcpu_hook_fn fn, void *ctx)
  * 0, or -1 with the error set.
  */
 int vcpu_probe(struct vcpu *cpu);
+
+/*
+ * Let KVM finish what the last exit owes (an IN's register, an MMIO
+ * read's, the rest of an emulated instruction) without running the guest,
+ * so that the registers are whole: for a debugger that stops the vCPU
+ * between exits.  An exit that comes instead is handed to its handlers.
+ * 0, or -1 with the error set.
+ */
+int vcpu_complete(struct vcpu *cpu);
 
 /* Hand the exit in cpu->run to its handlers, or to the core's default. */
 void vcpu_dispatch_exit(struct vcpu *cpu);

@@ -27,6 +27,8 @@ struct trace {
     bool tf;                    /* the host steps with RFLAGS.TF (trace/tf.c) */
     bool block_irq;             /* ... and can hold interrupts back while it does */
     bool start_armed;           /* the start trigger is set up (breakpoints or catch.c) */
+    trace_record_fn on_record;  /* a debugger's branch trace (trace_record) */
+    void *record_ctx;
     /* The start trigger's page hidden from the guest (trace/catch.c). */
     atomic_bool catch_armed;
     pthread_mutex_t catch_lock;
@@ -42,6 +44,7 @@ struct trace_vcpu {
     bool stepping;              /* single-step is armed in KVM */
     int event_vector;           /* event the monitor raised, not yet seen, or -1 */
     bool tracing;               /* inside the window: records go to the sink */
+    bool recording;             /* records go to on_record too (trace_record) */
     bool bp_armed;              /* hardware breakpoint on the start trigger */
     bool passing;               /* stepping, untraced, through the trigger's page (catch.c) */
     uint64_t cr3;               /* guest context of the last step */

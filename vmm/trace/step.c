@@ -35,7 +35,7 @@
 /* KVM's debug state follows from what this vCPU needs: steps, or the start trigger. */
 int step_update(struct trace_vcpu *t)
 {
-    bool step = t->tracing || t->passing || guest_bts_on(t->tr->gbts, t->cpu);
+    bool step = t->tracing || t->passing || t->recording || guest_bts_on(t->tr->gbts, t->cpu);
     if (step && !t->stepping && t->tr->tf && !t->tr->block_irq && arch_vm(t->cpu->vm)->irqchip)
         return error_fail("this host's KVM cannot hold interrupts back while it single-steps "
                           "(KVM_GUESTDBG_BLOCKIRQ, Linux 5.16 and later): their handlers would "

@@ -158,6 +158,37 @@ struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_
     return tr;
 }
 
+void trace_on_record(struct trace *t, trace_record_fn fn, void *ctx)
+{
+    t->on_record = fn;
+    t->record_ctx = ctx;
+}
+
+int trace_record(struct trace *tr, struct vcpu *cpu, bool on)
+{
+    struct trace_vcpu *t = &tr->cpu[cpu->index];
+    if (on == t->recording)
+        return 0;
+    if (on && !tr->on_record)
+        return error_fail("trace_record: nobody listens");
+    t->recording = on;
+    bool was = t->stepping;
+    if (step_update(t) < 0)
+        return -1;
+    if (!t->stepping || was)
+        return 0;
+    t->event_vector = -1;
+    return step_sync_regs(t) < 0 ? -1 : step_predict(t, false);
+}
+
+int trace_resync(struct trace *tr, struct vcpu *cpu)
+{
+    struct trace_vcpu *t = &tr->cpu[cpu->index];
+    if (!t->stepping)
+        return 0;
+    return step_sync_regs(t) < 0 ? -1 : step_predict(t, false);
+}
+
 void trace_set_sink(struct trace *t, struct sink *s)
 {
     t->sink = s;

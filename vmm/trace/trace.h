@@ -15,6 +15,7 @@
 struct vm;
 struct sink;
 struct guest_bts;
+struct vcpu;
 
 enum trace_cpl { TRACE_CPL_ALL, TRACE_CPL_KERNEL, TRACE_CPL_USER };
 enum trace_window { WINDOW_WAITING, WINDOW_OPEN, WINDOW_CLOSED };
@@ -60,6 +61,22 @@ struct trace;
  * needs its steps too.  gbts may be NULL (--no-guest-bts).
  */
 struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_bts *gbts);
+/* A third consumer of records: a debugger's branch trace of one vCPU. */
+typedef void (*trace_record_fn)(void *ctx, int cpu, uint64_t from, uint64_t to);
+void trace_on_record(struct trace *t, trace_record_fn fn, void *ctx);
+/*
+ * On the vCPU's own thread, between runs: every branch of this vCPU goes
+ * to the listener from now on (or no longer), whatever the window and its
+ * filters; the engine steps the vCPU while it does.  -1 with the error set.
+ */
+int trace_record(struct trace *t, struct vcpu *cpu, bool on);
+/*
+ * On the vCPU's own thread, between runs: a debugger changed its registers
+ * or memory, so the instruction the engine foresaw may not be the one
+ * that runs.  -1 with the error set.
+ */
+int trace_resync(struct trace *t, struct vcpu *cpu);
+
 /* Where records go (--trace); before the vCPUs start. */
 void trace_set_sink(struct trace *t, struct sink *s);
 /* Branch records written and step exits taken, all vCPUs. */

@@ -82,6 +82,8 @@ void window_emit_branch(struct trace_vcpu *t, uint64_t from, uint64_t to, unsign
     }
     if (guest_bts_on(t->tr->gbts, t->cpu))
         guest_bts_store(t->tr->gbts, t->cpu, &r, cpl);
+    if (t->recording)
+        t->tr->on_record(t->tr->record_ctx, t->cpu->index, from, to);
 }
 
 /* Context-switch separation: a CR3 change is a departure and an arrival. */

@@ -10,7 +10,7 @@
 #include "core/vm.h"
 #include "x86/arch.h"
 
-static const char *const client_name[DEBUG_NCLIENTS] = { "trace", "host-compat" };
+static const char *const client_name[DEBUG_NCLIENTS] = { "trace", "host-compat", "gdb" };
 
 /* A client whose wishes stand: it does not yield, or nobody else steps. */
 static bool active(const struct debug_state *d, int c)
@@ -39,8 +39,10 @@ bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out)
             d->slot_owner[slot] = c;
             d->slot_index[slot] = i;
             dbg.arch.debugreg[slot] = w->bp[i];
-            /* Execution breakpoint: R/W and LEN 0; the local enable bit of the slot. */
-            dbg.arch.debugreg[7] |= 1ull << (2 * slot);
+            /* The local enable bit of the slot, its R/W and LEN fields. */
+            dbg.arch.debugreg[7] |= 1ull << (2 * slot) |
+                                    (uint64_t)(w->bp_rw[i] & 3) << (16 + 4 * slot) |
+                                    (uint64_t)(w->bp_len[i] & 3) << (18 + 4 * slot);
         }
     }
     if (step || slot)
@@ -87,6 +89,16 @@ int debug_set(struct vcpu *cpu, enum debug_client who, const struct debug_want *
     return apply(cpu);
 }
 
+int debug_slots_left(const struct vcpu *cpu, enum debug_client who)
+{
+    const struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    int used = 0;
+    for (int c = 0; c < (int)who; c++)
+        if (active(d, c))
+            used += d->want[c].nbp;
+    return used >= DEBUG_MAX_BP ? 0 : DEBUG_MAX_BP - used;
+}
+
 bool debug_stepping(const struct vcpu *cpu)
 {
     return arch_vcpu(cpu)->dbg.stepping;
@@ -112,7 +124,23 @@ bool debug_can_block_irq(const struct vm *vm)
     return (kvm_extension(vm, KVM_CAP_SET_GUEST_DEBUG2) & KVM_GUESTDBG_BLOCKIRQ) != 0;
 }
 
-/* The client whose breakpoint fired gets the exit; with none, the stepping ones. */
+static bool steps(struct vcpu *cpu)
+{
+    const struct arch_vm *a = arch_vm(cpu->vm);
+    const struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    bool done = false;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++)
+        if (d->want[c].step && active(d, c) && a->debug_exit[c].fn)
+            done |= a->debug_exit[c].fn(cpu, 0, a->debug_exit[c].ctx) == VCPU_EXIT_DONE;
+    return done;
+}
+
+/*
+ * A step goes to every stepping client, in client order (the trace engine
+ * records the instruction before a debugger stops on it); then the client
+ * whose breakpoint fired gets the exit.  A data breakpoint traps after its
+ * instruction, so while stepping one exit is both.
+ */
 static enum vcpu_verdict on_debug_exit(struct vcpu *cpu, void *ctx)
 {
     (void)ctx;
@@ -120,18 +148,22 @@ static enum vcpu_verdict on_debug_exit(struct vcpu *cpu, void *ctx)
     const struct debug_state *d = &arch_vcpu(cpu)->dbg;
     uint64_t dr6 = cpu->run->debug.arch.dr6;
     unsigned hits[DEBUG_NCLIENTS] = { 0 };
+    bool any = false, done = false;
     for (int s = 0; s < DEBUG_MAX_BP; s++)
-        if ((dr6 & (1u << s)) && d->slot_owner[s] >= 0)
+        if ((dr6 & (1u << s)) && d->slot_owner[s] >= 0) {
             hits[d->slot_owner[s]] |= 1u << d->slot_index[s];
+            any = true;
+        }
+    bool step = !any || (dr6 & DEBUG_DR6_BS);
+    if (step)
+        done = steps(cpu);
     for (int c = 0; c < DEBUG_NCLIENTS; c++)
-        if (hits[c] && a->debug_exit[c].fn &&
-            a->debug_exit[c].fn(cpu, hits[c], a->debug_exit[c].ctx) == VCPU_EXIT_DONE)
-            return VCPU_EXIT_DONE;
-    for (int c = 0; c < DEBUG_NCLIENTS; c++)
-        if (d->want[c].step && active(d, c) && a->debug_exit[c].fn &&
-            a->debug_exit[c].fn(cpu, 0, a->debug_exit[c].ctx) == VCPU_EXIT_DONE)
-            return VCPU_EXIT_DONE;
-    return VCPU_EXIT_PASS;
+        if (hits[c] && a->debug_exit[c].fn)
+            done |= a->debug_exit[c].fn(cpu, hits[c], a->debug_exit[c].ctx) == VCPU_EXIT_DONE;
+    /* A breakpoint nobody owns any more: the exit ended a step all the same. */
+    if (!done && !step)
+        done = steps(cpu);
+    return done ? VCPU_EXIT_DONE : VCPU_EXIT_PASS;
 }
 
 int debug_install(struct vm *vm)

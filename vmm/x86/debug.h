@@ -14,7 +14,8 @@
 
 #include "core/vcpu.h"
 
-enum debug_client { DEBUG_TRACE, DEBUG_HOSTCOMPAT, DEBUG_NCLIENTS };
+/* In the order their breakpoints get DR0-3: a later client gets the slots left over. */
+enum debug_client { DEBUG_TRACE, DEBUG_HOSTCOMPAT, DEBUG_GDB, DEBUG_NCLIENTS };
 
 #define DEBUG_MAX_BP 4
 
@@ -22,9 +23,19 @@ struct debug_want {
     bool step;                  /* single-step */
     bool block_irq;             /* KVM injects no interrupt or NMI (KVM_GUESTDBG_BLOCKIRQ) */
     bool unless_stepped;        /* drop these wishes while another client steps */
-    int nbp;                    /* execution breakpoints, at linear addresses */
+    int nbp;                    /* breakpoints, at linear addresses */
     uint64_t bp[DEBUG_MAX_BP];
+    /* DR7's R/W and LEN fields of each: 0 and 0 for an execution breakpoint. */
+    uint8_t bp_rw[DEBUG_MAX_BP];
+    uint8_t bp_len[DEBUG_MAX_BP];
 };
+
+/* DR7 R/W values: break on execution, on data writes, on data reads or writes. */
+#define DEBUG_RW_EXEC  0
+#define DEBUG_RW_WRITE 1
+#define DEBUG_RW_ACCESS 3
+/* DR6: the exit is (also) a single-step trap. */
+#define DEBUG_DR6_BS (1u << 14)
 
 /* Per vCPU (x86/arch.h): the clients' wishes and what KVM was given. */
 struct debug_state {
@@ -51,6 +62,9 @@ struct kvm_guest_debug;
  * slot_index say whose).  Returns whether it single-steps.
  */
 bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out);
+
+/* DR0-3 slots the clients before `who` take on this vCPU: what is left for it. */
+int debug_slots_left(const struct vcpu *cpu, enum debug_client who);
 
 /* The host's KVM holds interrupts back for a stepping client (Linux 5.16+). */
 bool debug_can_block_irq(const struct vm *vm);

@@ -122,3 +122,21 @@ Test(trace_options, errors)
                        "-t", "7", "-t", "8", "-t", "9", "g"), OPT_ERROR);
     cr_assert_str_eq(err, "--trace: at most 8 destinations");
 }
+
+Test(options, gdb)
+{
+    struct vbts_options o;
+    char err[256];
+    cr_assert_eq(PARSE(&o, err, "g"), OPT_RUN);
+    cr_assert_null(o.gdb);
+    cr_assert_not(o.gdb_wait);
+    cr_assert_eq(PARSE(&o, err, "-S", "--gdb", "1234", "g"), OPT_RUN);
+    cr_assert_str_eq(o.gdb, "1234");
+    cr_assert(o.gdb_wait);
+    cr_assert_eq(PARSE(&o, err, "-S", "g"), OPT_ERROR);
+    cr_assert_str_eq(err, "-S waits for gdb: it needs --gdb [HOST:]PORT");
+    cr_assert_eq(PARSE(&o, err, "--gdb", "", "g"), OPT_ERROR);
+    cr_assert_str_eq(err, "--gdb: empty address (use [HOST:]PORT)");
+    cr_assert_eq(PARSE(&o, err, "--gdb"), OPT_ERROR);
+    cr_assert_str_eq(err, "option '--gdb' needs a value");
+}

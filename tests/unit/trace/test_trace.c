@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine wired to a VM (trace.c, step.c, window.c) on a four-instruction
- * multiboot guest, with a usable /dev/kvm: the exact records, in order.
- *
- *   0x100020  jmp short 0x100022     ; -> 0x100022
- *   0x100022  call 0x10002a          ; -> 0x10002a
- *   0x100027  xor eax, eax
- *   0x100029  hlt                    ; never reached: f returns to the out
- *   0x10002a  ret                    ; -> 0x100027 ... (see below)
+ * The engine wired to a VM (trace.c, step.c, window.c) on the tiny
+ * multiboot guest (../tiny_guest.h), with a usable /dev/kvm: the exact
+ * records, in order.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -24,29 +19,7 @@
 #include "vbts/le.h"
 #include "x86/debug.h"
 #include "x86/kvm_x86.h"
-
-static size_t image(uint8_t *img)
-{
-    static const uint8_t code[] = {
-        0xeb, 0x00,                     /* 0x20: jmp short 0x22 */
-        0xe8, 0x05, 0x00, 0x00, 0x00,   /* 0x22: call 0x2c */
-        0x31, 0xc0,                     /* 0x27: xor eax, eax */
-        0xe6, 0xf4,                     /* 0x29: out 0xf4, al: debug-exit 0 */
-        0xf4,                           /* 0x2b: hlt */
-        0xc3,                           /* 0x2c: ret */
-    };
-    memset(img, 0, 64);
-    vbts_put32(img, 0x1badb002);
-    vbts_put32(img + 4, 0x10000);
-    vbts_put32(img + 8, (uint32_t)-(0x1badb002 + 0x10000));
-    vbts_put32(img + 12, 0x100000);
-    vbts_put32(img + 16, 0x100000);
-    vbts_put32(img + 20, 0x100040);
-    vbts_put32(img + 24, 0x100040);
-    vbts_put32(img + 28, 0x100020);
-    memcpy(img + 0x20, code, sizeof(code));
-    return 64;
-}
+#include "../tiny_guest.h"
 
 Test(trace, records_of_a_tiny_guest)
 {
@@ -64,8 +37,8 @@ Test(trace, records_of_a_tiny_guest)
     cr_assert_eq(trace_config_build(&tc, &to), 0);
     struct trace *tr = trace_install(&vm, &tc, NULL);
     cr_assert_not_null(tr, "%s", error_last());
-    uint8_t img[64];
-    struct lapic_dev *a = multiboot_vm_setup(&vm, img, image(img), "");
+    uint8_t img[TINY_GUEST_SIZE];
+    struct lapic_dev *a = multiboot_vm_setup(&vm, img, tiny_guest(img), "");
     cr_assert_not_null(a, "%s", error_last());
     const char *dests[] = { path };
     struct sink_config sc = { .dests = dests, .ndests = 1, .buffer_size = 24 * 1024, .force = true };

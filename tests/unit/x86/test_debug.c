@@ -64,3 +64,16 @@ Test(debug, at_most_four_slots)
     cr_assert_eq(g.arch.debugreg[7], 0x55);
     cr_assert_eq(d.slot_owner[3], DEBUG_HOSTCOMPAT);
 }
+
+Test(debug, a_watchpoint_sets_its_rw_and_len_fields)
+{
+    d.want[DEBUG_GDB] = (struct debug_want){
+        .nbp = 2, .bp = { 0x1000, 0x2000 }, .bp_rw = { DEBUG_RW_WRITE, DEBUG_RW_ACCESS },
+        .bp_len = { 3, 2 } };
+    struct kvm_guest_debug g;
+    cr_assert_not(debug_merge(&d, &g));
+    cr_assert_eq(g.arch.debugreg[7],
+                 0x5ull | 1ull << 16 | 3ull << 18 | 3ull << 20 | 2ull << 22,
+                 "L0 L1; write, 4 bytes; access, 8 bytes");
+    cr_assert_eq(d.slot_owner[1], DEBUG_GDB);
+}

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# gdb.t: Debian's gdb on a traced guest through `vbts -S --gdb`
+# (docs/gdb.md): `record btrace bts` served from vbts's own records,
+# function-call-history, reverse-stepi and record goto; breakpoints,
+# watchpoints, registers and memory; Ctrl-C; --trace beside gdb; and
+# Linux from start_kernel.  Each C stub's history is what its source says
+# (@gdb-break, @gdb-next, @gdb-history: guest-stub/README.md).
+. "$(dirname "$0")/tap.sh"
+NSTUB=$(grep -l '^ \* @gdb-break ' "$ROOT"/guest-stub/c/*.c | wc -l)
+plan $((8 + 4 * NSTUB))
+
+if ! have_vbts || ! command -v gdb >/dev/null || [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+    for i in $(seq $((8 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
+    exit 0
+fi
+CELF=$STUBS/c/calls.elf
+
+# session NAME GUEST [vbts args...] < gdb commands: vbts -S --gdb on a free
+# port in the background, then gdb -batch with the commands (PORT replaced);
+# gdb's output in $TMP/NAME.gdb, vbts's in $TMP/NAME.{out,err,rc}.
+session() {
+    local name=$1 guest=$2 elf=$3
+    shift 3
+    cat >"$TMP/$name.in"
+    ( timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" -S --gdb 127.0.0.1:0 "$@" "$guest" \
+          >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null
+      echo $? >"$TMP/$name.rc" ) &
+    local pid=$! port=
+    for _ in $(seq 200); do
+        port=$(sed -n 's/^vbts: gdb: .* on tcp:127\.0\.0\.1:\([0-9]*\)$/\1/p' "$TMP/$name.err" 2>/dev/null)
+        [ -n "$port" ] && break
+        sleep 0.05
+    done
+    sed "s/PORT/$port/" "$TMP/$name.in" >"$TMP/$name.cmd"
+    timeout -k 5 "$VBTS_TIMEOUT" gdb -batch -nx -x "$TMP/$name.cmd" "$elf" >"$TMP/$name.gdb" 2>&1 </dev/null
+    wait "$pid"
+}
+# between NAME FROM TO: gdb's lines between two `echo` markers
+between() { sed -n "/^$2\$/,/^$3\$/p" "$TMP/$1.gdb" | sed '1d;$d'; }
+
+# 4 tests per C stub that says what gdb must show (guest-stub/README.md:
+# @gdb-break FUNCTION, @gdb-next N, @gdb-history lines): stopped at the
+# function, `record btrace bts`, N nexts; the function-call-history;
+# reverse-stepi one instruction back and stepi forward again in the
+# replay; record goto begin back at the breakpoint; the exit code.
+for src in "$ROOT"/guest-stub/c/*.c; do
+    name=$(basename "$src" .c)
+    brk=$(sed -n 's/^ \* @gdb-break \([A-Za-z_0-9]*\)$/\1/p' "$src")
+    [ -n "$brk" ] || continue
+    nexts=$(sed -n 's/^ \* @gdb-next \([0-9]*\)$/\1/p' "$src")
+    sed -n 's/^ \* @gdb-history \(.*\)$/\1/p' "$src" | awk '{ printf "%d\t%s\n", NR, $0 }' >"$TMP/$name.want"
+    session "$name" "$STUBS/c/$name.elf" "$STUBS/c/$name.elf" <<EOG
+set pagination off
+set record function-call-history-size unlimited
+target remote 127.0.0.1:PORT
+hbreak $brk
+continue
+set \$start = \$pc
+record btrace bts
+next ${nexts:-1}
+set \$end = \$pc
+echo ==history==\n
+record function-call-history /c
+echo ==end==\n
+reverse-stepi
+print \$pc != \$end
+stepi
+print \$pc == \$end
+record goto begin
+print \$pc == \$start
+record stop
+continue
+EOG
+    if [ -s "$TMP/$name.want" ] && between "$name" ==history== ==end== | cmp -s - "$TMP/$name.want"; then
+        ok "$name: function-call-history /c after record btrace bts at $brk and ${nexts:-1} nexts: the $(wc -l <"$TMP/$name.want") lines the source gives"
+    else
+        fail "$name: function-call-history /c"; between "$name" ==history== ==end== | diff "$TMP/$name.want" - | diag
+        diag_file "$TMP/$name.gdb"; diag_file "$TMP/$name.err"
+    fi
+    if grep -q '^\$1 = 1$' "$TMP/$name.gdb" && grep -q '^\$2 = 1$' "$TMP/$name.gdb"; then
+        ok "$name: reverse-stepi goes one instruction back, stepi in the replay returns"
+    else
+        fail "$name: reverse-stepi"; diag_file "$TMP/$name.gdb"
+    fi
+    if grep -q '^\$3 = 1$' "$TMP/$name.gdb"; then
+        ok "$name: record goto begin: back where recording began ($brk's breakpoint)"
+    else
+        fail "$name: record goto begin"; diag_file "$TMP/$name.gdb"
+    fi
+    code=$(sed -n 's/.*exited with code \([0-7]*\)\]$/\1/p' "$TMP/$name.gdb")
+    if [ -n "$code" ] && [ "$((8#$code))" = "$(cat "$TMP/$name.rc")" ]; then
+        ok "$name: continue to the end: gdb hears the status vbts exits with ($(cat "$TMP/$name.rc"))"
+    else
+        fail "$name: exit (vbts status $(cat "$TMP/$name.rc"), gdb's code '$code')"; diag_file "$TMP/$name.gdb"
+    fi
+done
+
+# The rest on calls.c.  Breakpoints (Z1, Z0), a write watchpoint (Z2), registers and
+# memory written by gdb, and kill.
+session points "$CELF" "$CELF" <<'EOG'
+set pagination off
+target remote 127.0.0.1:PORT
+hbreak main
+continue
+next
+watch -location s
+continue
+delete
+break leaf
+continue
+continue
+print x
+set var x = 40
+print x
+set var $ecx = 0x1234
+print/x $ecx
+print/x *(unsigned char *)leaf
+kill
+EOG
+if grep -q '^Hardware watchpoint 2: -location s$' "$TMP/points.gdb" && grep -q '^Old value = 0$' "$TMP/points.gdb" && grep -q '^New value = 1$' "$TMP/points.gdb"; then
+    ok "watch -location s (a write watchpoint, Z2): stops when s goes from 0 to 1 (leaf(0) returned 1)"
+else
+    fail "watch -location s"; diag_file "$TMP/points.gdb" 30
+fi
+# leaf(0) ran before the watchpoint fired; the next is twice's leaf(1).
+# Memory: leaf's first byte, push %ebp.
+if grep -q '^Breakpoint 3, leaf (x=1) at' "$TMP/points.gdb" && grep -q '^\$2 = 40$' "$TMP/points.gdb" &&
+   grep -q '^\$3 = 0x1234$' "$TMP/points.gdb" && grep -q '^\$4 = 0x55$' "$TMP/points.gdb"; then
+    ok "break leaf (Z0) stops in twice's first leaf; memory and registers read and written"
+else
+    fail "break, memory, registers"; diag_file "$TMP/points.gdb" 30
+fi
+if [ "$(cat "$TMP/points.rc")" = 137 ] && grep -qx 'vbts: killed by gdb' "$TMP/points.err"; then
+    ok "kill: vbts ends with 137 and says gdb killed it"
+else
+    fail "kill (status $(cat "$TMP/points.rc"))"; diag_file "$TMP/points.err"
+fi
+
+# Ctrl-C (0x03) stops a guest that runs on: a long loop, spoken to raw.
+loop_image "$TMP/loop.bin" 0x7fffffff
+( timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --gdb 127.0.0.1:0 "$TMP/loop.bin" >"$TMP/loop.out" 2>"$TMP/loop.err" </dev/null
+  echo $? >"$TMP/loop.rc" ) &
+lpid=$!
+for _ in $(seq 200); do
+    port=$(sed -n 's/^vbts: gdb: .* on tcp:127\.0\.0\.1:\([0-9]*\)$/\1/p' "$TMP/loop.err" 2>/dev/null)
+    [ -n "$port" ] && break
+    sleep 0.05
+done
+python3 - "$port" >"$TMP/loop.py" 2>&1 <<'EOP'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+def pkt(d):
+    s.sendall(b"$%s#%02x" % (d, sum(d) & 0xff))
+def reply():
+    buf = b""
+    while True:
+        buf += s.recv(4096)
+        i = buf.find(b"$")
+        j = buf.find(b"#", i + 1)
+        if i >= 0 and j >= 0 and len(buf) >= j + 3:
+            s.sendall(b"+")
+            return buf[i + 1:j]
+print("attach", (reply() if pkt(b"?") is None else b"").decode())
+pkt(b"vCont;c")
+time.sleep(1)
+s.sendall(b"\x03")
+print("stop", reply().decode())
+pkt(b"k")
+EOP
+wait "$lpid"
+if grep -q '^attach T02thread:1;$' "$TMP/loop.py" && grep -q '^stop T02thread:1;$' "$TMP/loop.py" &&
+   [ "$(cat "$TMP/loop.rc")" = 137 ]; then
+    ok "attach stops a running guest (T02); vCont;c, then Ctrl-C stops it again (T02)"
+else
+    fail "Ctrl-C (vbts status $(cat "$TMP/loop.rc"))"; diag_file "$TMP/loop.py"; diag_file "$TMP/loop.err"
+fi
+
+# --trace beside gdb: the same records as without it.
+"$VBTS" -q --trace "$TMP/alone.vbts" "$CELF" >/dev/null 2>&1 </dev/null
+session traced "$CELF" "$CELF" -q --trace "$TMP/traced.vbts" <<'EOG'
+target remote 127.0.0.1:PORT
+hbreak leaf
+continue
+continue
+delete
+continue
+EOG
+if [ -x "$VBTS_DECODE" ] && [ "$(cat "$TMP/traced.rc")" = 1 ] &&
+   "$VBTS_DECODE" "$TMP/alone.vbts" 2>/dev/null | grep -v -e ' -- start ' -e ' -- stop ' >"$TMP/alone.txt" &&
+   "$VBTS_DECODE" "$TMP/traced.vbts" 2>/dev/null | grep -v -e ' -- start ' -e ' -- stop ' >"$TMP/traced.txt" &&
+   [ -s "$TMP/alone.txt" ] && cmp -s "$TMP/alone.txt" "$TMP/traced.txt"; then
+    ok "--trace with gdb stopping twice on the way: the same $(wc -l <"$TMP/alone.txt") lines of records and markers as alone (start and stop times aside)"
+else
+    fail "--trace beside gdb (status $(cat "$TMP/traced.rc"))"; diff "$TMP/alone.txt" "$TMP/traced.txt" | diag; diag_file "$TMP/traced.gdb"
+fi
+
+# The options' errors.
+run "-S without --gdb" 125 "vbts: -S waits for gdb: it needs --gdb [HOST:]PORT" -- -S "$CELF"
+
+# Linux from start_kernel (the kernel's -dbg vmlinux).  Not in the
+# lab: QEMU TCG's nested SVM neither arms the guest's DR7 nor intercepts
+# int3, so vbts checks gdb's breakpoints at every step there, and the boot's
+# millions of steps to start_kernel (rep stos over the BSS) take too long.
+if [ "${VBTS_LINUX:-1}" = 0 ] || [ ! -r "$LINUX_GUEST/vmlinux" ] || [ ! -r "$LINUX_GUEST/bzImage" ]; then
+    skip "linux: history from start_kernel" "no Linux guest with vmlinux (make linux-guest, VBTS_LINUX)"
+    skip "linux: reverse-stepi and record goto begin" "no Linux guest with vmlinux"
+elif case $VBTS_HOST in lab/*) true ;; *) false ;; esac; then
+    skip "linux: history from start_kernel" "lab: QEMU TCG fires no guest breakpoints; stepping the boot to start_kernel takes too long (docs/gdb.md)"
+    skip "linux: reverse-stepi and record goto begin" "lab: as above"
+else
+    session linux "$LINUX_GUEST/bzImage" "$LINUX_GUEST/vmlinux" --memory 256M \
+        --initrd "$LINUX_GUEST/initramfs.cpio" --append "$LINUX_APPEND nokaslr" <<'EOG'
+set pagination off
+target remote 127.0.0.1:PORT
+hbreak start_kernel
+continue
+record btrace bts
+next
+next
+next
+echo ==history==\n
+record function-call-history /c
+echo ==end==\n
+reverse-stepi
+print $pc != start_kernel
+record goto begin
+print $pc == start_kernel
+record stop
+kill
+EOG
+    between linux ==history== ==end== >"$TMP/lh.txt"
+    if head -n 1 "$TMP/lh.txt" | grep -qx '1	start_kernel' &&
+       grep -q '^[0-9]*	  set_task_stack_end_magic$' "$TMP/lh.txt" &&
+       [ "$(grep -c . "$TMP/lh.txt")" -ge 4 ]; then
+        ok "linux: record btrace bts from start_kernel, next x3: the history starts in start_kernel and calls set_task_stack_end_magic"
+    else
+        fail "linux: history"; diag_file "$TMP/linux.gdb" 30; diag_file "$TMP/linux.err"
+    fi
+    if grep -q '^\$1 = 1$' "$TMP/linux.gdb" && grep -q '^\$2 = 1$' "$TMP/linux.gdb"; then
+        ok "linux: reverse-stepi leaves the current line's instruction, record goto begin returns to start_kernel"
+    else
+        fail "linux: reverse-stepi, record goto begin"; diag_file "$TMP/linux.gdb" 30
+    fi
+fi
+exit $((TAP_FAILED > 0))

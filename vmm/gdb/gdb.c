@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "gdb/gdb.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/kvm.h>
+
+#include "core/vm.h"
+#include "trace/trace.h"
+#include "vbts/dest.h"
+#include "x86/host.h"
+
+#include "gdb/target.h"
+
+#define POLL_MS 20
+
+/* --- the connection ----------------------------------------------------------------- */
+
+/* Every live vCPU stands (or none is left); false if the run ends first. */
+static bool all_stopped(struct gdb *g)
+{
+    return atomic_load(&g->stop_req) && g->npaused == g->alive;
+}
+
+/* A new gdb: the guest stops, as under QEMU, and the layout follows its mode now. */
+static void connected(struct gdb *g)
+{
+    pthread_mutex_lock(&g->lock);
+    bool initial = g->gen == 0;
+    target_request_stop(g);
+    while (!all_stopped(g) && !vm_ending(g->vm))
+        target_wait_a_little(g);
+    struct stub_stop st = g->have_stop ? g->stop
+                          : (struct stub_stop){ .cpu = 0, .signal = g->wait && initial ? 5 : 2 };
+    pthread_mutex_unlock(&g->lock);
+    struct kvm_sregs s;
+    enum regs_arch arch = REGS_X86_64;
+    if (ioctl(g->vm->vcpus[0].fd, KVM_GET_SREGS, &s) == 0 && !(s.efer & (1u << 10)))
+        arch = REGS_I386;       /* not in long mode (EFER.LMA) */
+    stub_init(&g->stub, &target_ops, g, g->vm->ncpus, arch, &st);
+    g->stub_on = true;
+}
+
+static void disconnected(struct gdb *g)
+{
+    if (!g->stub.ended)
+        target_detach(g);
+    stub_fini(&g->stub);
+    g->stub_on = false;
+    close(g->cfd);
+    g->cfd = -1;
+}
+
+/* The target ran and has stopped: the stop reply, with the first reason seen. */
+static void check_stopped(struct gdb *g)
+{
+    pthread_mutex_lock(&g->lock);
+    bool stopped = all_stopped(g);
+    struct stub_stop st = g->have_stop ? g->stop : (struct stub_stop){ .cpu = -1, .signal = 2 };
+    pthread_mutex_unlock(&g->lock);
+    if (stopped && !vm_ending(g->vm)) {
+        stub_stopped(&g->stub, &st);
+    }
+}
+
+static void serve(struct gdb *g)
+{
+    struct pollfd p = { g->cfd >= 0 ? g->cfd : g->lfd, POLLIN, 0 };
+    if (g->cfd >= 0 && g->stub.running)
+        check_stopped(g);
+    if (poll(&p, 1, POLL_MS) <= 0)
+        return;
+    if (g->cfd < 0) {
+        int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        g->cfd = fd;
+        connected(g);
+        return;
+    }
+    uint8_t buf[4096];
+    ssize_t n = recv(g->cfd, buf, sizeof(buf), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        disconnected(g);
+        return;
+    }
+    if (n > 0)
+        stub_input(&g->stub, buf, (size_t)n);
+    if (g->stub.ended && g->cfd >= 0 && !g->stub.running && vm_ending(g->vm))
+        disconnected(g);
+}
+
+static void *server_thread(void *arg)
+{
+    struct gdb *g = arg;
+    /* Signals are the vCPUs' and the signal thread's business. */
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, SIGSYS);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGABRT);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    while (!atomic_load(&g->done))
+        serve(g);
+    return NULL;
+}
+
+/* --- setup and teardown -------------------------------------------------------------- */
+
+static int listen_on(struct gdb *g, const char *addr)
+{
+    char spec[300], err[VBTS_MAX_MSG];
+    struct vbts_dest d;
+    snprintf(spec, sizeof(spec), "tcp:%s", addr);
+    if (!*addr || vbts_dest_parse(spec, &d, err, sizeof(err)) < 0)
+        return error_fail("--gdb %s: expected [HOST:]PORT", addr);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_NUMERICSERV };
+    struct addrinfo *ai = NULL;
+    int e = getaddrinfo(d.host, d.port, &hints, &ai);
+    if (e)
+        return error_fail("--gdb %s: cannot resolve '%s': %s", addr, d.host, gai_strerror(e));
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1) < 0) {
+        error_fail_errno("--gdb %s: cannot listen", addr);
+        freeaddrinfo(ai);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
+        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    } else if (ss.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+    snprintf(g->address, sizeof(g->address), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+             host, port);
+    g->lfd = fd;
+    return 0;
+}
+
+struct gdb *gdb_install(struct vm *vm, const struct gdb_config *c)
+{
+    struct gdb *g = calloc(1, sizeof(*g));
+    if (g)
+        g->cpu = calloc((size_t)vm->ncpus, sizeof(*g->cpu));
+    if (!g || !g->cpu) {
+        free(g);
+        error_fail("out of memory");
+        return NULL;
+    }
+    g->vm = vm;
+    g->wait = c->wait;
+    g->lfd = g->cfd = -1;
+    g->alive = vm->ncpus;
+    g->tf = !host_is_pvm();
+    g->pvm = host_is_pvm();
+    atomic_store(&g->stop_req, c->wait);
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    int fire = -1;
+    if (listen_on(g, c->addr) < 0 || (fire = host_breakpoints_fire(vm->kvm_fd)) < 0 ||
+        target_install(g) < 0) {
+        gdb_free(g);
+        return NULL;
+    }
+    g->dr_fire = fire;
+    if (!fire)
+        fprintf(stderr, "vbts: gdb: this host's guests fire no hardware breakpoints (QEMU TCG): "
+                        "gdb's breakpoints and watchpoints are checked at every step, slowly\n");
+    return g;
+}
+
+void gdb_set_trace(struct gdb *g, struct trace *tr)
+{
+    target_set_trace(g, tr);
+}
+
+const char *gdb_address(const struct gdb *g)
+{
+    return g->address;
+}
+
+int gdb_start(struct gdb *g)
+{
+    int e = pthread_create(&g->thread, NULL, server_thread, g);
+    if (e)
+        return error_fail("cannot start the gdb thread: %s", strerror(e));
+    g->thread_on = true;
+    return 0;
+}
+
+void gdb_finish(struct gdb *g, int status)
+{
+    if (!g || !g->thread_on)
+        return;
+    atomic_store(&g->done, true);
+    pthread_join(g->thread, NULL);
+    g->thread_on = false;
+    if (g->cfd >= 0 && g->stub_on) {
+        stub_exited(&g->stub, status);
+        stub_fini(&g->stub);
+        close(g->cfd);
+        g->cfd = -1;
+    }
+}
+
+void gdb_free(struct gdb *g)
+{
+    if (!g)
+        return;
+    gdb_finish(g, 0);
+    if (g->lfd >= 0)
+        close(g->lfd);
+    for (int i = 0; i < g->vm->ncpus; i++)
+        btrace_disable(&g->cpu[i].bt);
+    pthread_cond_destroy(&g->cond);
+    pthread_mutex_destroy(&g->lock);
+    free(g->cpu);
+    free(g);
+}

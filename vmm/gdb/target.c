@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+#include "gdb/target.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <linux/kvm.h>
+
+#include "core/vm.h"
+#include "gdb/stub.h"
+#include "trace/branch.h"
+#include "trace/trace.h"
+#include "x86/cpu.h"
+#include "x86/debug.h"
+#include "x86/host.h"
+
+#define POLL_MS 20
+
+static void now_plus(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_nsec += ms * 1000000L;
+    ts->tv_sec += ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+void target_wait_a_little(struct gdb *g)
+{
+    struct timespec ts;
+    now_plus(&ts, POLL_MS);
+    pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+}
+
+/* --- the vCPUs' side ------------------------------------------------------------ */
+
+static const uint8_t dr7_len[9] = { 0, 0, 1, 0, 3, 0, 0, 0, 2 };
+
+static bool is_exec(const struct point *p)
+{
+    return p->type == STUB_SW_BREAK || p->type == STUB_HW_BREAK;
+}
+
+/*
+ * A point the host cannot fire: the vCPU steps and each step is checked.
+ * QEMU TCG's nested SVM never arms the guest's DR7; kvm_pvm emulates
+ * kernel code and fires execution breakpoints there, not data ones.
+ */
+static bool by_step(const struct gdb *g, const struct point *p)
+{
+    if (is_exec(p))
+        return !g->dr_fire;
+    return !g->dr_fire || g->pvm;
+}
+
+static bool any_by_step(const struct gdb *g)
+{
+    for (int i = 0; i < g->npoints; i++)
+        if (by_step(g, &g->points[i]))
+            return true;
+    return false;
+}
+
+/* What gdb wants of KVM's debug state for this vCPU now (under the lock). */
+static void want_of(const struct gdb *g, struct gdb_vcpu *v, struct debug_want *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->step = v->act == STUB_STEP || (v->act == STUB_CONTINUE && any_by_step(g));
+    for (int i = 0; i < g->npoints; i++) {
+        const struct point *p = &g->points[i];
+        if (by_step(g, p) || w->nbp == DEBUG_MAX_BP)
+            continue;
+        int k = w->nbp++;
+        v->dr_point[k] = (int8_t)i;
+        w->bp[k] = p->addr;
+        w->bp_rw[k] = p->type == STUB_WRITE_WATCH ? DEBUG_RW_WRITE
+                      : p->type == STUB_ACCESS_WATCH ? DEBUG_RW_ACCESS : DEBUG_RW_EXEC;
+        w->bp_len[k] = w->bp_rw[k] == DEBUG_RW_EXEC ? 0 : dr7_len[p->len];
+    }
+}
+
+/* After a resume, on the vCPU's thread: gdb's wishes into KVM and the engine. */
+static int apply(struct gdb *g, struct vcpu *cpu, const struct debug_want *w, bool dirty,
+                 bool record)
+{
+    struct gdb_vcpu *v = &g->cpu[cpu->index];
+    if (debug_set(cpu, DEBUG_GDB, w) < 0)
+        return -1;
+    v->stepping = w->step;
+    if (dirty && g->tr && trace_resync(g->tr, cpu) < 0)
+        return -1;
+    if (record != v->recording && g->tr) {
+        if (trace_record(g->tr, cpu, record) < 0)
+            return -1;
+        v->recording = record;
+    }
+    return 0;
+}
+
+static size_t op_mem_read(void *ctx, int cpu, uint64_t addr, void *buf, size_t len);
+
+void target_request_stop(struct gdb *g)
+{
+    if (!atomic_exchange(&g->stop_req, true))
+        vm_kick_others(g->vm);
+}
+
+/* Before a run, with a stop asked or a reason of its own: stop until gdb resumes it. */
+static int stop_here(struct gdb *g, struct vcpu *cpu)
+{
+    struct gdb_vcpu *v = &g->cpu[cpu->index];
+    /* Registers whole before gdb reads them: what the last exit owes is done first. */
+    if (vcpu_complete(cpu) < 0)
+        return -1;
+    pthread_mutex_lock(&g->lock);
+    if (v->why != WHY_NONE && !g->have_stop) {
+        g->have_stop = true;
+        g->stop = (struct stub_stop){ .cpu = cpu->index, .signal = 5 };
+        if (v->why == WHY_POINT) {
+            const struct point *p = &g->points[v->point];
+            g->stop.why = p->type == STUB_SW_BREAK ? STUB_WHY_SWBREAK
+                          : p->type == STUB_HW_BREAK ? STUB_WHY_HWBREAK
+                          : p->type == STUB_WRITE_WATCH ? STUB_WHY_WATCH : STUB_WHY_AWATCH;
+            g->stop.addr = p->addr;
+        }
+    }
+    v->why = WHY_NONE;
+    target_request_stop(g);
+    v->paused = true;
+    g->npaused++;
+    pthread_cond_broadcast(&g->cond);
+    /* A vCPU gdb leaves stopped (vCont;s:1 alone) waits through the resume. */
+    uint64_t gen = g->gen;
+    while (!vm_ending(g->vm) && (g->gen == gen || v->act == STUB_STAY)) {
+        if (g->gen != gen)
+            gen = g->gen;
+        target_wait_a_little(g);
+    }
+    v->paused = false;
+    g->npaused--;
+    struct debug_want w;
+    want_of(g, v, &w);
+    bool dirty = v->dirty, record = v->want_record;
+    v->dirty = false;
+    pthread_mutex_unlock(&g->lock);
+    return vm_ending(g->vm) ? 0 : apply(g, cpu, &w, dirty, record);
+}
+
+static bool enters_user(struct vcpu *cpu)
+{
+    struct kvm_regs r;
+    struct kvm_sregs sr;
+    struct branch_pred p;
+    const char *why;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &r) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
+        return false;
+    struct cpu_view view = { &cpu->vm->mem, &r, &sr };
+    return cpu_cpl(&sr) == 3 || (branch_predict(&view, &p, &why) == 0 && p.to_user);
+}
+
+static int on_pre_run(struct vcpu *cpu, void *ctx)
+{
+    struct gdb *g = ctx;
+    struct gdb_vcpu *v = &g->cpu[cpu->index];
+    while (!vm_ending(cpu->vm)) {
+        if (v->why != WHY_NONE || atomic_load(&g->stop_req)) {
+            if (stop_here(g, cpu) < 0)
+                return -1;
+        }
+        /*
+         * kvm_pvm hands a step in user mode to the guest as its own #DB:
+         * gdb's steps stop before the instruction that would enter it.
+         */
+        if (!v->stepping || host_steps_user() || !enters_user(cpu))
+            break;
+        v->why = WHY_STEP;
+    }
+    /* Hosts that step with TF drop it when they emulate: set it again for this run. */
+    return v->stepping && g->tf ? debug_rearm(cpu) : 0;
+}
+
+/* Points by stepping: the vCPU, after a step, at one of gdb's (under no lock: they stand still while it runs). */
+static int point_reached(struct gdb *g, struct vcpu *cpu)
+{
+    const struct kvm_run *run = cpu->run;
+    uint64_t rip = cpu_linear_ip(&run->s.regs.regs, &run->s.regs.sregs);
+    for (int i = 0; i < g->npoints; i++) {
+        struct point *p = &g->points[i];
+        if (!by_step(g, p))
+            continue;
+        if (is_exec(p) || p->type == STUB_HW_BREAK) {
+            if (p->addr == rip)
+                return i;
+        } else {
+            uint8_t now[8];
+            if (op_mem_read(g, cpu->index, p->addr, now, p->len) == p->len &&
+                memcmp(now, p->old, p->len)) {
+                memcpy(p->old, now, p->len);
+                return i;
+            }
+        }
+    }
+    return -1;
+}
+
+static int on_thread_end(struct vcpu *cpu, void *ctx)
+{
+    struct gdb *g = ctx;
+    pthread_mutex_lock(&g->lock);
+    g->cpu[cpu->index].ended = true;
+    g->alive--;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+}
+
+/* A step gdb asked for, or one of its points (hits: bits in points[] order). */
+static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
+{
+    struct gdb *g = ctx;
+    struct gdb_vcpu *v = &g->cpu[cpu->index];
+    if (!hits) {
+        if (!v->stepping)
+            return VCPU_EXIT_PASS;
+        int at = point_reached(g, cpu);
+        if (at >= 0) {
+            v->why = WHY_POINT;
+            v->point = at;
+        } else if (v->act == STUB_STEP && v->why == WHY_NONE) {
+            v->why = WHY_STEP;
+        }
+        return VCPU_EXIT_DONE;
+    }
+    v->why = WHY_POINT;
+    v->point = v->dr_point[__builtin_ctz(hits)];
+    return VCPU_EXIT_DONE;
+}
+
+static void on_record(void *ctx, int cpu, uint64_t from, uint64_t to)
+{
+    struct gdb *g = ctx;
+    btrace_add(&g->cpu[cpu].bt, from, to);
+}
+
+/* --- the target's operations, on the server thread while the vCPUs stand ---------- */
+
+static int op_regs_get(void *ctx, int cpu, struct regs_state *s)
+{
+    struct gdb *g = ctx;
+    int fd = g->vm->vcpus[cpu].fd;
+    if (ioctl(fd, KVM_GET_REGS, &s->regs) < 0 || ioctl(fd, KVM_GET_SREGS, &s->sregs) < 0 ||
+        ioctl(fd, KVM_GET_FPU, &s->fpu) < 0)
+        return -1;
+    return 0;
+}
+
+static int op_regs_set(void *ctx, int cpu, const struct regs_state *s, unsigned changed)
+{
+    struct gdb *g = ctx;
+    int fd = g->vm->vcpus[cpu].fd;
+    if (((changed & REGS_CHANGED_REGS) && ioctl(fd, KVM_SET_REGS, &s->regs) < 0) ||
+        ((changed & REGS_CHANGED_SREGS) && ioctl(fd, KVM_SET_SREGS, &s->sregs) < 0) ||
+        ((changed & REGS_CHANGED_FPU) && ioctl(fd, KVM_SET_FPU, &s->fpu) < 0))
+        return -1;
+    pthread_mutex_lock(&g->lock);
+    g->cpu[cpu].dirty = true;
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+}
+
+static bool paging_of(struct gdb *g, int cpu, struct gmem_paging *pg)
+{
+    struct kvm_sregs s;
+    if (ioctl(g->vm->vcpus[cpu].fd, KVM_GET_SREGS, &s) < 0)
+        return false;
+    *pg = (struct gmem_paging){ s.cr0, s.cr3, s.cr4, s.efer };
+    return true;
+}
+
+/* gdb's addresses are linear ones (flat segments), read through the vCPU's page tables. */
+static size_t op_mem_read(void *ctx, int cpu, uint64_t addr, void *buf, size_t len)
+{
+    struct gdb *g = ctx;
+    struct gmem_paging pg;
+    if (!paging_of(g, cpu, &pg))
+        return 0;
+    size_t done = 0;
+    while (done < len) {
+        uint64_t at = addr + done;
+        size_t n = 4096 - (at & 4095);
+        if (n > len - done)
+            n = len - done;
+        if (at < addr || gmem_read_linear(&g->vm->mem, &pg, at, (uint8_t *)buf + done, n) != GMEM_OK)
+            break;
+        done += n;
+    }
+    return done;
+}
+
+static size_t op_mem_write_raw(struct gdb *g, int cpu, uint64_t addr, const void *buf, size_t len)
+{
+    struct gmem_paging pg;
+    uint64_t fault = addr;
+    if (!paging_of(g, cpu, &pg) || addr + len < addr)
+        return 0;
+    enum gmem_xlate r = gmem_write_linear(&g->vm->mem, &pg, addr, buf, len, &fault);
+    return r == GMEM_OK ? len : (size_t)(fault - addr);
+}
+
+static void mark_dirty(struct gdb *g);
+
+static size_t op_mem_write(void *ctx, int cpu, uint64_t addr, const void *buf, size_t len)
+{
+    struct gdb *g = ctx;
+    size_t n = op_mem_write_raw(g, cpu, addr, buf, len);
+    /* The engine may have foreseen an instruction gdb just rewrote. */
+    mark_dirty(g);
+    return n;
+}
+
+static int find_point(const struct gdb *g, enum stub_point type, uint64_t addr, unsigned len)
+{
+    for (int i = 0; i < g->npoints; i++)
+        if (g->points[i].type == type && g->points[i].addr == addr && g->points[i].len == len)
+            return i;
+    return -1;
+}
+
+/*
+ * Every kind is a debug register: Z0 too, since int3 at CPL0 is what
+ * kvm_pvm cannot run, and a breakpoint that leaves the guest's code alone
+ * keeps the trace and the guest's own reads of its code exact.
+ */
+static int op_point(void *ctx, bool insert, enum stub_point type, uint64_t addr, uint64_t kind,
+                    const char **why)
+{
+    struct gdb *g = ctx;
+    unsigned len = 0;
+    if (type == STUB_READ_WATCH)
+        return 1;       /* x86 has no read-only data breakpoint: gdb falls back to awatch */
+    uint64_t top = addr >> 47;
+    if (top != 0 && top != 0x1ffff) {
+        *why = "not a canonical address";
+        return -1;
+    }
+    if (type == STUB_WRITE_WATCH || type == STUB_ACCESS_WATCH) {
+        if (kind != 1 && kind != 2 && kind != 4 && kind != 8) {
+            *why = "a watchpoint covers 1, 2, 4 or 8 bytes";
+            return -1;
+        }
+        len = (unsigned)kind;
+        if (addr % len) {
+            *why = "a watchpoint's address must be aligned to its length";
+            return -1;
+        }
+    }
+    if (type == STUB_ACCESS_WATCH && (!g->dr_fire || g->pvm)) {
+        *why = "this host fires no data breakpoints in kernel code, and reads cannot be watched by stepping";
+        return -1;
+    }
+    pthread_mutex_lock(&g->lock);
+    int at = find_point(g, type, addr, len), r = 0;
+    if (!insert) {
+        if (at >= 0)
+            g->points[at] = g->points[--g->npoints];
+    } else if (at < 0) {
+        int left = DEBUG_MAX_BP;
+        int in_dr = 0;
+        struct point np = { .type = type, .addr = addr, .len = len };
+        bool dr = !by_step(g, &np);
+        for (int i = 0; i < g->npoints; i++)
+            in_dr += !by_step(g, &g->points[i]);
+        for (int i = 0; dr && i < g->vm->ncpus; i++) {
+            int l = debug_slots_left(&g->vm->vcpus[i], DEBUG_GDB);
+            left = l < left ? l : left;
+        }
+        if ((dr && in_dr >= left) || g->npoints == DEBUG_MAX_BP) {
+            *why = "no debug register left (x86 has 4; vbts may hold some itself)";
+            r = -1;
+        } else {
+            g->points[g->npoints++] = (struct point){ .type = type, .addr = addr, .len = len };
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return r;
+}
+
+static void mark_dirty(struct gdb *g)
+{
+    pthread_mutex_lock(&g->lock);
+    for (int i = 0; i < g->vm->ncpus; i++)
+        g->cpu[i].dirty = true;
+    pthread_mutex_unlock(&g->lock);
+}
+
+static int op_resume(void *ctx, const enum stub_action *act, const char **why)
+{
+    struct gdb *g = ctx;
+    for (int i = 0; i < g->vm->ncpus; i++) {
+        struct kvm_sregs s;
+        if (host_steps_user() || (act[i] != STUB_STEP && !(act[i] == STUB_CONTINUE && any_by_step(g))))
+            continue;
+        if (ioctl(g->vm->vcpus[i].fd, KVM_GET_SREGS, &s) == 0 && (s.cs.selector & 3) == 3) {
+            *why = "cannot single-step CPL3 code on this host (kvm_pvm steps kernel mode only; "
+                   "a watchpoint there is checked by stepping)";
+            return -1;
+        }
+    }
+    pthread_mutex_lock(&g->lock);
+    /* Points by stepping: a write watchpoint compares with the bytes as gdb leaves them. */
+    for (int i = 0; i < g->npoints; i++)
+        if (g->points[i].type == STUB_WRITE_WATCH)
+            op_mem_read(g, 0, g->points[i].addr, g->points[i].old, g->points[i].len);
+    for (int i = 0; i < g->vm->ncpus; i++)
+        g->cpu[i].act = act[i];
+    g->have_stop = false;
+    atomic_store(&g->stop_req, false);
+    g->gen++;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+}
+
+static void op_interrupt(void *ctx)
+{
+    struct gdb *g = ctx;
+    pthread_mutex_lock(&g->lock);
+    target_request_stop(g);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void op_kill(void *ctx)
+{
+    struct gdb *g = ctx;
+    vm_request_end(g->vm, VM_END_SIGNAL, 128 + SIGKILL, "killed by gdb");
+}
+
+void target_detach(struct gdb *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->npoints = 0;
+    for (int i = 0; i < g->vm->ncpus; i++) {
+        g->cpu[i].act = STUB_CONTINUE;
+        g->cpu[i].want_record = false;
+        btrace_disable(&g->cpu[i].bt);
+    }
+    g->have_stop = false;
+    atomic_store(&g->stop_req, false);
+    g->gen++;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static bool op_alive(void *ctx, int cpu)
+{
+    struct gdb *g = ctx;
+    return cpu >= 0 && cpu < g->vm->ncpus && !g->cpu[cpu].ended;
+}
+
+static uint64_t pc_of(struct gdb *g, int cpu)
+{
+    struct kvm_regs r;
+    struct kvm_sregs s;
+    int fd = g->vm->vcpus[cpu].fd;
+    if (ioctl(fd, KVM_GET_REGS, &r) < 0 || ioctl(fd, KVM_GET_SREGS, &s) < 0)
+        return 0;
+    return cpu_linear_ip(&r, &s);
+}
+
+static int op_btrace_on(void *ctx, int cpu, uint64_t size, const char **why)
+{
+    struct gdb *g = ctx;
+    struct gdb_vcpu *v = &g->cpu[cpu];
+    struct kvm_sregs s;
+    if (!g->tr) {
+        *why = "no trace engine.";
+        return -1;
+    }
+    if (v->bt.on) {
+        *why = "Btrace already enabled.";
+        return -1;
+    }
+    if (!host_steps_user() && ioctl(g->vm->vcpus[cpu].fd, KVM_GET_SREGS, &s) == 0 &&
+        (s.cs.selector & 3) == 3) {
+        *why = "cannot record CPL3 code on this host (kvm_pvm steps kernel mode only).";
+        return -1;
+    }
+    if (btrace_enable(&v->bt, size, pc_of(g, cpu)) < 0) {
+        *why = "out of memory.";
+        return -1;
+    }
+    pthread_mutex_lock(&g->lock);
+    v->want_record = true;
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+}
+
+static int op_btrace_off(void *ctx, int cpu, const char **why)
+{
+    struct gdb *g = ctx;
+    struct gdb_vcpu *v = &g->cpu[cpu];
+    if (!v->bt.on) {
+        *why = "Branch tracing not enabled.";
+        return -1;
+    }
+    pthread_mutex_lock(&g->lock);
+    v->want_record = false;
+    pthread_mutex_unlock(&g->lock);
+    btrace_disable(&v->bt);
+    return 0;
+}
+
+static char *op_btrace_read(void *ctx, int cpu, enum btrace_read how, size_t *len, const char **why)
+{
+    struct gdb *g = ctx;
+    struct gdb_vcpu *v = &g->cpu[cpu];
+    if (!v->bt.on) {
+        *why = "Branch tracing not enabled.";
+        return NULL;
+    }
+    return btrace_xml(&v->bt, how, pc_of(g, cpu), len, why);
+}
+
+static char *op_btrace_conf(void *ctx, int cpu, size_t *len)
+{
+    struct gdb *g = ctx;
+    return btrace_conf_xml(&g->cpu[cpu].bt, len);
+}
+
+static void op_send(void *ctx, const char *buf, size_t len)
+{
+    struct gdb *g = ctx;
+    while (len && g->cfd >= 0) {
+        ssize_t n = send(g->cfd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = { g->cfd, POLLOUT, 0 };
+            poll(&p, 1, 1000);
+            continue;
+        }
+        if (n <= 0)
+            return;     /* the connection is gone: the reader sees it */
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static void op_detach(void *ctx)
+{
+    target_detach(ctx);
+}
+
+const struct stub_ops target_ops = {
+    .regs_get = op_regs_get, .regs_set = op_regs_set, .mem_read = op_mem_read,
+    .mem_write = op_mem_write, .point = op_point, .resume = op_resume,
+    .interrupt = op_interrupt, .kill = op_kill, .detach = op_detach, .alive = op_alive,
+    .btrace_on = op_btrace_on, .btrace_off = op_btrace_off, .btrace_read = op_btrace_read,
+    .btrace_conf = op_btrace_conf, .send = op_send,
+};
+
+int target_install(struct gdb *g)
+{
+    if (vcpu_on_hook(g->vm, VCPU_HOOK_PRE_RUN, on_pre_run, g) < 0 ||
+        vcpu_on_hook(g->vm, VCPU_HOOK_THREAD_END, on_thread_end, g) < 0 ||
+        debug_on_exit(g->vm, DEBUG_GDB, on_debug, g) < 0)
+        return -1;
+    return 0;
+}
+
+void target_set_trace(struct gdb *g, struct trace *tr)
+{
+    g->tr = tr;
+    trace_on_record(tr, on_record, g);
+}

@@ -8,10 +8,10 @@
 # (@gdb-break, @gdb-next, @gdb-history: guest-stub/README.md).
 . "$(dirname "$0")/tap.sh"
 NSTUB=$(grep -l '^ \* @gdb-break ' "$ROOT"/guest-stub/c/*.c | wc -l)
-plan $((8 + 4 * NSTUB))
+plan $((11 + 4 * NSTUB))
 
 if ! have_vbts || ! command -v gdb >/dev/null || [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-    for i in $(seq $((8 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
+    for i in $(seq $((11 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
     exit 0
 fi
 CELF=$STUBS/c/calls.elf
@@ -198,17 +198,63 @@ fi
 # The options' errors.
 run "-S without --gdb" 125 "vbts: -S waits for gdb: it needs --gdb [HOST:]PORT" -- -S "$CELF"
 
-# Linux from start_kernel (the kernel's -dbg vmlinux).  Not in the
-# lab: QEMU TCG's nested SVM neither arms the guest's DR7 nor intercepts
-# int3, so vbts checks gdb's breakpoints at every step there, and the boot's
-# millions of steps to start_kernel (rep stos over the BSS) take too long.
+# Linux (the kernel's -dbg vmlinux), with `nokaslr`.  From its first
+# instruction, on both hosts: startup_64 runs at its physical address, so
+# the symbols go 0x80000000 further (wrapping: 0xffffffff81000000 is
+# 0x1000000), and gdb records from there without a breakpoint.
 if [ "${VBTS_LINUX:-1}" = 0 ] || [ ! -r "$LINUX_GUEST/vmlinux" ] || [ ! -r "$LINUX_GUEST/bzImage" ]; then
-    skip "linux: history from start_kernel" "no Linux guest with vmlinux (make linux-guest, VBTS_LINUX)"
-    skip "linux: reverse-stepi and record goto begin" "no Linux guest with vmlinux"
-elif case $VBTS_HOST in lab/*) true ;; *) false ;; esac; then
-    skip "linux: history from start_kernel" "lab: QEMU TCG fires no guest breakpoints; stepping the boot to start_kernel takes too long (docs/gdb.md)"
-    skip "linux: reverse-stepi and record goto begin" "lab: as above"
+    for t in "linux entry: threads" "linux entry: history" "linux entry: reverse-stepi, record goto begin" \
+             "linux: history from start_kernel" "linux: reverse-stepi and record goto begin"; do
+        skip "$t" "no Linux guest with vmlinux (make linux-guest, VBTS_LINUX)"
+    done
 else
+    session entry "$LINUX_GUEST/bzImage" "$LINUX_GUEST/vmlinux" --memory 256M --cpus 2 \
+        --initrd "$LINUX_GUEST/initramfs.cpio" --append "$LINUX_APPEND nokaslr" <<EOG
+set pagination off
+set record function-call-history-size unlimited
+symbol-file -o 0x80000000 $LINUX_GUEST/vmlinux
+target remote 127.0.0.1:PORT
+info threads
+thread 2
+echo ==thread2==\n
+print/x \$pc
+echo ==end2==\n
+thread 1
+record btrace bts
+stepi 400
+set \$end = \$pc
+echo ==history==\n
+record function-call-history /c
+echo ==end==\n
+reverse-stepi
+print \$pc != \$end
+record goto begin
+print \$pc == startup_64
+kill
+EOG
+    # vCPU 1 waits for the boot CPU's SIPI at the reset vector.
+    if grep -q '^\* 1 *Thread 1 (vCPU 0) ' "$TMP/entry.gdb" && grep -q '^  2 *Thread 2 (vCPU 1) ' "$TMP/entry.gdb" &&
+       [ "$(between entry ==thread2== ==end2==)" = '$1 = 0xfff0' ]; then
+        ok "linux entry: a gdb thread per vCPU (--cpus 2); thread 2's registers are vCPU 1's, at the reset vector"
+    else
+        fail "linux entry: threads"; diag_file "$TMP/entry.gdb" 30
+    fi
+    between entry ==history== ==end== >"$TMP/eh.txt"
+    if head -n 1 "$TMP/eh.txt" | grep -q '^1	 *startup_64$' &&
+       grep -q '^[0-9]*	 *startup_64_setup_env$' "$TMP/eh.txt" && grep -q '^[0-9]*	 *verify_cpu$' "$TMP/eh.txt" &&
+       grep -q '^[0-9]*	 *__startup_64$' "$TMP/eh.txt"; then
+        ok "linux entry: record btrace bts at the first instruction, stepi 400: startup_64 calls startup_64_setup_env, verify_cpu, __startup_64 ($(wc -l <"$TMP/eh.txt") lines)"
+    else
+        fail "linux entry: history"; diag_file "$TMP/entry.gdb" 30; diag_file "$TMP/entry.err"
+    fi
+    if grep -q '^\$2 = 1$' "$TMP/entry.gdb" && grep -q '^\$3 = 1$' "$TMP/entry.gdb"; then
+        ok "linux entry: reverse-stepi goes back, record goto begin returns to startup_64"
+    else
+        fail "linux entry: reverse-stepi, record goto begin"; diag_file "$TMP/entry.gdb" 30
+    fi
+    # From start_kernel, by a breakpoint.  In the lab, where QEMU TCG's
+    # nested SVM fires no guest breakpoint, vbts hides start_kernel's page
+    # and steps only through it (docs/gdb.md).
     session linux "$LINUX_GUEST/bzImage" "$LINUX_GUEST/vmlinux" --memory 256M \
         --initrd "$LINUX_GUEST/initramfs.cpio" --append "$LINUX_APPEND nokaslr" <<'EOG'
 set pagination off
@@ -243,4 +289,5 @@ EOG
         fail "linux: reverse-stepi, record goto begin"; diag_file "$TMP/linux.gdb" 30
     fi
 fi
+
 exit $((TAP_FAILED > 0))

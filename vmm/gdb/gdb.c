@@ -23,6 +23,7 @@
 #include "vbts/dest.h"
 #include "x86/host.h"
 
+#include "gdb/hide.h"
 #include "gdb/target.h"
 
 #define POLL_MS 20
@@ -72,6 +73,8 @@ static void check_stopped(struct gdb *g)
     struct stub_stop st = g->have_stop ? g->stop : (struct stub_stop){ .cpu = -1, .signal = 2 };
     pthread_mutex_unlock(&g->lock);
     if (stopped && !vm_ending(g->vm)) {
+        if (hide_disarm(g) < 0)
+            vm_request_end(g->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
         stub_stopped(&g->stub, &st);
     }
 }

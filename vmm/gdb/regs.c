@@ -252,6 +252,15 @@ static uint64_t get(const uint8_t *in, size_t n)
     return v;
 }
 
+/*
+ * The x86-64 layout outside 64-bit code: the general registers and RIP as
+ * that code has them, 32 bits (QEMU's gdbstub does the same).
+ */
+static bool narrow(enum regs_arch a, const struct regs_state *s)
+{
+    return a == REGS_X86_64 && !s->sregs.cs.l;
+}
+
 size_t regs_read(enum regs_arch a, const struct regs_state *cs, int n, uint8_t *out)
 {
     int count;
@@ -261,10 +270,10 @@ size_t regs_read(enum regs_arch a, const struct regs_state *cs, int n, uint8_t *
     struct regs_state *s = (struct regs_state *)cs;  /* the accessors serve both ways */
     const struct reg *r = &t[n];
     size_t size = r->bits / 8;
-    uint64_t v = 0;
+    uint64_t v = 0, low = narrow(a, s) ? 0xffffffffull : ~0ull;
     switch (r->kind) {
-    case GPR: v = *gpr(&s->regs, r->index); break;
-    case RIP: v = s->regs.rip; break;
+    case GPR: v = *gpr(&s->regs, r->index) & low; break;
+    case RIP: v = s->regs.rip & low; break;
     case EFLAGS: v = s->regs.rflags; break;
     case SEG: v = seg(&s->sregs, r->index)->selector; break;
     case ST: memcpy(out, s->fpu.fpr[r->index], 10); return size;
@@ -298,8 +307,12 @@ int regs_write(enum regs_arch a, struct regs_state *s, int n, const uint8_t *in,
     if (!memcmp(old, in, len))
         return 0;
     uint64_t v = get(in, len);
-    /* A 32-bit layout's write keeps the upper half, as the CPU's 32-bit code does. */
+    /* A 32-bit value's write keeps the upper half, as the CPU's 32-bit code does. */
     uint64_t keep = len < 8 ? ~0ull << (8 * len) : 0;
+    if (narrow(a, s) && (r->kind == GPR || r->kind == RIP)) {
+        keep = ~0xffffffffull;
+        v &= 0xffffffffull;
+    }
     switch (r->kind) {
     case GPR: {
         uint64_t *p = gpr(&s->regs, r->index);

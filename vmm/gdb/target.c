@@ -14,6 +14,8 @@
 #include <linux/kvm.h>
 
 #include "core/vm.h"
+#include "gdb/hide.h"
+#include "gdb/points.h"
 #include "gdb/stub.h"
 #include "trace/branch.h"
 #include "trace/trace.h"
@@ -40,51 +42,6 @@ void target_wait_a_little(struct gdb *g)
 
 /* --- the vCPUs' side ------------------------------------------------------------ */
 
-static const uint8_t dr7_len[9] = { 0, 0, 1, 0, 3, 0, 0, 0, 2 };
-
-static bool is_exec(const struct point *p)
-{
-    return p->type == STUB_SW_BREAK || p->type == STUB_HW_BREAK;
-}
-
-/*
- * A point the host cannot fire: the vCPU steps and each step is checked.
- * QEMU TCG's nested SVM never arms the guest's DR7; kvm_pvm emulates
- * kernel code and fires execution breakpoints there, not data ones.
- */
-static bool by_step(const struct gdb *g, const struct point *p)
-{
-    if (is_exec(p))
-        return !g->dr_fire;
-    return !g->dr_fire || g->pvm;
-}
-
-static bool any_by_step(const struct gdb *g)
-{
-    for (int i = 0; i < g->npoints; i++)
-        if (by_step(g, &g->points[i]))
-            return true;
-    return false;
-}
-
-/* What gdb wants of KVM's debug state for this vCPU now (under the lock). */
-static void want_of(const struct gdb *g, struct gdb_vcpu *v, struct debug_want *w)
-{
-    memset(w, 0, sizeof(*w));
-    w->step = v->act == STUB_STEP || (v->act == STUB_CONTINUE && any_by_step(g));
-    for (int i = 0; i < g->npoints; i++) {
-        const struct point *p = &g->points[i];
-        if (by_step(g, p) || w->nbp == DEBUG_MAX_BP)
-            continue;
-        int k = w->nbp++;
-        v->dr_point[k] = (int8_t)i;
-        w->bp[k] = p->addr;
-        w->bp_rw[k] = p->type == STUB_WRITE_WATCH ? DEBUG_RW_WRITE
-                      : p->type == STUB_ACCESS_WATCH ? DEBUG_RW_ACCESS : DEBUG_RW_EXEC;
-        w->bp_len[k] = w->bp_rw[k] == DEBUG_RW_EXEC ? 0 : dr7_len[p->len];
-    }
-}
-
 /* After a resume, on the vCPU's thread: gdb's wishes into KVM and the engine. */
 static int apply(struct gdb *g, struct vcpu *cpu, const struct debug_want *w, bool dirty,
                  bool record)
@@ -102,8 +59,6 @@ static int apply(struct gdb *g, struct vcpu *cpu, const struct debug_want *w, bo
     }
     return 0;
 }
-
-static size_t op_mem_read(void *ctx, int cpu, uint64_t addr, void *buf, size_t len);
 
 void target_request_stop(struct gdb *g)
 {
@@ -145,7 +100,7 @@ static int stop_here(struct gdb *g, struct vcpu *cpu)
     v->paused = false;
     g->npaused--;
     struct debug_want w;
-    want_of(g, v, &w);
+    points_want(g, v, &w);
     bool dirty = v->dirty, record = v->want_record;
     v->dirty = false;
     pthread_mutex_unlock(&g->lock);
@@ -185,30 +140,6 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
     return v->stepping && g->tf ? debug_rearm(cpu) : 0;
 }
 
-/* Points by stepping: the vCPU, after a step, at one of gdb's (under no lock: they stand still while it runs). */
-static int point_reached(struct gdb *g, struct vcpu *cpu)
-{
-    const struct kvm_run *run = cpu->run;
-    uint64_t rip = cpu_linear_ip(&run->s.regs.regs, &run->s.regs.sregs);
-    for (int i = 0; i < g->npoints; i++) {
-        struct point *p = &g->points[i];
-        if (!by_step(g, p))
-            continue;
-        if (is_exec(p) || p->type == STUB_HW_BREAK) {
-            if (p->addr == rip)
-                return i;
-        } else {
-            uint8_t now[8];
-            if (op_mem_read(g, cpu->index, p->addr, now, p->len) == p->len &&
-                memcmp(now, p->old, p->len)) {
-                memcpy(p->old, now, p->len);
-                return i;
-            }
-        }
-    }
-    return -1;
-}
-
 static int on_thread_end(struct vcpu *cpu, void *ctx)
 {
     struct gdb *g = ctx;
@@ -228,12 +159,22 @@ static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
     if (!hits) {
         if (!v->stepping)
             return VCPU_EXIT_PASS;
-        int at = point_reached(g, cpu);
+        int at = points_reached(g, cpu), rep;
+        /* The iterations of a REP the monitor ran end at a boundary of their own. */
+        while (at < 0 && (rep = hide_rep(g, cpu)) != 0) {
+            if (rep < 0) {
+                vm_request_end(cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
+                return VCPU_EXIT_DONE;
+            }
+            at = points_reached(g, cpu);
+        }
         if (at >= 0) {
             v->why = WHY_POINT;
             v->point = at;
         } else if (v->act == STUB_STEP && v->why == WHY_NONE) {
             v->why = WHY_STEP;
+        } else if (hide_step(g, cpu) < 0) {
+            vm_request_end(cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
         }
         return VCPU_EXIT_DONE;
     }
@@ -284,9 +225,8 @@ static bool paging_of(struct gdb *g, int cpu, struct gmem_paging *pg)
 }
 
 /* gdb's addresses are linear ones (flat segments), read through the vCPU's page tables. */
-static size_t op_mem_read(void *ctx, int cpu, uint64_t addr, void *buf, size_t len)
+size_t target_mem_read(struct gdb *g, int cpu, uint64_t addr, void *buf, size_t len)
 {
-    struct gdb *g = ctx;
     struct gmem_paging pg;
     if (!paging_of(g, cpu, &pg))
         return 0;
@@ -301,6 +241,11 @@ static size_t op_mem_read(void *ctx, int cpu, uint64_t addr, void *buf, size_t l
         done += n;
     }
     return done;
+}
+
+static size_t op_mem_read(void *ctx, int cpu, uint64_t addr, void *buf, size_t len)
+{
+    return target_mem_read(ctx, cpu, addr, buf, len);
 }
 
 static size_t op_mem_write_raw(struct gdb *g, int cpu, uint64_t addr, const void *buf, size_t len)
@@ -324,73 +269,6 @@ static size_t op_mem_write(void *ctx, int cpu, uint64_t addr, const void *buf, s
     return n;
 }
 
-static int find_point(const struct gdb *g, enum stub_point type, uint64_t addr, unsigned len)
-{
-    for (int i = 0; i < g->npoints; i++)
-        if (g->points[i].type == type && g->points[i].addr == addr && g->points[i].len == len)
-            return i;
-    return -1;
-}
-
-/*
- * Every kind is a debug register: Z0 too, since int3 at CPL0 is what
- * kvm_pvm cannot run, and a breakpoint that leaves the guest's code alone
- * keeps the trace and the guest's own reads of its code exact.
- */
-static int op_point(void *ctx, bool insert, enum stub_point type, uint64_t addr, uint64_t kind,
-                    const char **why)
-{
-    struct gdb *g = ctx;
-    unsigned len = 0;
-    if (type == STUB_READ_WATCH)
-        return 1;       /* x86 has no read-only data breakpoint: gdb falls back to awatch */
-    uint64_t top = addr >> 47;
-    if (top != 0 && top != 0x1ffff) {
-        *why = "not a canonical address";
-        return -1;
-    }
-    if (type == STUB_WRITE_WATCH || type == STUB_ACCESS_WATCH) {
-        if (kind != 1 && kind != 2 && kind != 4 && kind != 8) {
-            *why = "a watchpoint covers 1, 2, 4 or 8 bytes";
-            return -1;
-        }
-        len = (unsigned)kind;
-        if (addr % len) {
-            *why = "a watchpoint's address must be aligned to its length";
-            return -1;
-        }
-    }
-    if (type == STUB_ACCESS_WATCH && (!g->dr_fire || g->pvm)) {
-        *why = "this host fires no data breakpoints in kernel code, and reads cannot be watched by stepping";
-        return -1;
-    }
-    pthread_mutex_lock(&g->lock);
-    int at = find_point(g, type, addr, len), r = 0;
-    if (!insert) {
-        if (at >= 0)
-            g->points[at] = g->points[--g->npoints];
-    } else if (at < 0) {
-        int left = DEBUG_MAX_BP;
-        int in_dr = 0;
-        struct point np = { .type = type, .addr = addr, .len = len };
-        bool dr = !by_step(g, &np);
-        for (int i = 0; i < g->npoints; i++)
-            in_dr += !by_step(g, &g->points[i]);
-        for (int i = 0; dr && i < g->vm->ncpus; i++) {
-            int l = debug_slots_left(&g->vm->vcpus[i], DEBUG_GDB);
-            left = l < left ? l : left;
-        }
-        if ((dr && in_dr >= left) || g->npoints == DEBUG_MAX_BP) {
-            *why = "no debug register left (x86 has 4; vbts may hold some itself)";
-            r = -1;
-        } else {
-            g->points[g->npoints++] = (struct point){ .type = type, .addr = addr, .len = len };
-        }
-    }
-    pthread_mutex_unlock(&g->lock);
-    return r;
-}
-
 static void mark_dirty(struct gdb *g)
 {
     pthread_mutex_lock(&g->lock);
@@ -404,7 +282,7 @@ static int op_resume(void *ctx, const enum stub_action *act, const char **why)
     struct gdb *g = ctx;
     for (int i = 0; i < g->vm->ncpus; i++) {
         struct kvm_sregs s;
-        if (host_steps_user() || (act[i] != STUB_STEP && !(act[i] == STUB_CONTINUE && any_by_step(g))))
+        if (host_steps_user() || (act[i] != STUB_STEP && !(act[i] == STUB_CONTINUE && points_any_by_step(g))))
             continue;
         if (ioctl(g->vm->vcpus[i].fd, KVM_GET_SREGS, &s) == 0 && (s.cs.selector & 3) == 3) {
             *why = "cannot single-step CPL3 code on this host (kvm_pvm steps kernel mode only; "
@@ -412,11 +290,15 @@ static int op_resume(void *ctx, const enum stub_action *act, const char **why)
             return -1;
         }
     }
+    if (!g->dr_fire && hide_arm(g) < 0) {
+        *why = error_last();
+        return -1;
+    }
     pthread_mutex_lock(&g->lock);
     /* Points by stepping: a write watchpoint compares with the bytes as gdb leaves them. */
     for (int i = 0; i < g->npoints; i++)
         if (g->points[i].type == STUB_WRITE_WATCH)
-            op_mem_read(g, 0, g->points[i].addr, g->points[i].old, g->points[i].len);
+            target_mem_read(g, 0, g->points[i].addr, g->points[i].old, g->points[i].len);
     for (int i = 0; i < g->vm->ncpus; i++)
         g->cpu[i].act = act[i];
     g->have_stop = false;
@@ -443,6 +325,7 @@ static void op_kill(void *ctx)
 
 void target_detach(struct gdb *g)
 {
+    hide_disarm(g);
     pthread_mutex_lock(&g->lock);
     g->npoints = 0;
     for (int i = 0; i < g->vm->ncpus; i++) {
@@ -559,15 +442,28 @@ static void op_detach(void *ctx)
 
 const struct stub_ops target_ops = {
     .regs_get = op_regs_get, .regs_set = op_regs_set, .mem_read = op_mem_read,
-    .mem_write = op_mem_write, .point = op_point, .resume = op_resume,
+    .mem_write = op_mem_write, .point = points_set, .resume = op_resume,
     .interrupt = op_interrupt, .kill = op_kill, .detach = op_detach, .alive = op_alive,
     .btrace_on = op_btrace_on, .btrace_off = op_btrace_off, .btrace_read = op_btrace_read,
     .btrace_conf = op_btrace_conf, .send = op_send,
 };
 
+int target_step_for_points(struct gdb *g, struct vcpu *cpu)
+{
+    struct debug_want w;
+    pthread_mutex_lock(&g->lock);
+    points_want(g, &g->cpu[cpu->index], &w);
+    pthread_mutex_unlock(&g->lock);
+    if (debug_set(cpu, DEBUG_GDB, &w) < 0)
+        return -1;
+    g->cpu[cpu->index].stepping = w.step;
+    return 0;
+}
+
 int target_install(struct gdb *g)
 {
-    if (vcpu_on_hook(g->vm, VCPU_HOOK_PRE_RUN, on_pre_run, g) < 0 ||
+    if (vcpu_on_exit(g->vm, KVM_EXIT_INTERNAL_ERROR, hide_on_fetch, g) < 0 ||
+        vcpu_on_hook(g->vm, VCPU_HOOK_PRE_RUN, on_pre_run, g) < 0 ||
         vcpu_on_hook(g->vm, VCPU_HOOK_THREAD_END, on_thread_end, g) < 0 ||
         debug_on_exit(g->vm, DEBUG_GDB, on_debug, g) < 0)
         return -1;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gdb/btrace.h"
@@ -17,6 +18,7 @@
 #include "x86/debug.h"
 
 struct vm;
+struct vcpu;
 struct trace;
 
 /* Why a vCPU stops of its own. */
@@ -43,6 +45,7 @@ struct gdb_vcpu {
     /* The vCPU's own. */
     bool recording;
     bool stepping;              /* KVM steps it for gdb (a step, or points by stepping) */
+    bool passing;               /* stepping through the hidden page (hide.c) */
     int8_t dr_point[DEBUG_MAX_BP];  /* the point in each of gdb's debug-register slots */
     struct btrace bt;           /* filled by its thread while it runs */
 };
@@ -53,6 +56,10 @@ struct gdb {
     bool wait;
     bool dr_fire;               /* the host's guests fire DR0-3; else points by stepping */
     bool pvm;                   /* kvm_pvm: data breakpoints do not fire in emulated kernel code */
+    /* hide.c: execution points by a hidden page (under the lock while vCPUs run). */
+    bool hide_isolated;         /* gdb took the hideable page */
+    bool hide_on;               /* it is gdb's way now */
+    int hide_passing;           /* vCPUs stepping through it */
     bool tf;                    /* the host steps with RFLAGS.TF: re-armed before each run */
     int lfd, cfd;
     char address[320];
@@ -82,6 +89,10 @@ extern const struct stub_ops target_ops;
 int target_install(struct gdb *g);
 /* Where gdb's branch trace comes from. */
 void target_set_trace(struct gdb *g, struct trace *tr);
+/* Guest memory at a linear address through vCPU cpu's page tables: the bytes readable from the start. */
+size_t target_mem_read(struct gdb *g, int cpu, uint64_t addr, void *buf, size_t len);
+/* On the vCPU's thread: KVM's debug state for what gdb wants of it now. */
+int target_step_for_points(struct gdb *g, struct vcpu *cpu);
 /* Ask every vCPU to stop (under the lock). */
 void target_request_stop(struct gdb *g);
 /* Wait on the condition a moment (under the lock). */

@@ -189,6 +189,16 @@ int trace_resync(struct trace *tr, struct vcpu *cpu)
     return step_sync_regs(t) < 0 ? -1 : step_predict(t, false);
 }
 
+bool trace_steps(const struct trace *tr, const struct vcpu *cpu)
+{
+    return tr->cpu[cpu->index].stepping;
+}
+
+bool trace_writes(const struct trace *tr)
+{
+    return tr->sink != NULL;
+}
+
 void trace_set_sink(struct trace *t, struct sink *s)
 {
     t->sink = s;

@@ -77,6 +77,11 @@ int trace_record(struct trace *t, struct vcpu *cpu, bool on);
  */
 int trace_resync(struct trace *t, struct vcpu *cpu);
 
+/* The engine steps this vCPU now (its window, guest BTS, or a recording). */
+bool trace_steps(const struct trace *t, const struct vcpu *cpu);
+/* --trace is given: the engine may start stepping any vCPU when the window opens. */
+bool trace_writes(const struct trace *t);
+
 /* Where records go (--trace); before the vCPUs start. */
 void trace_set_sink(struct trace *t, struct sink *s);
 /* Branch records written and step exits taken, all vCPUs. */

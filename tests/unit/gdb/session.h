@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/kvm.h"
 #include "core/vm.h"
 #include "devices/lapic.h"
 #include "gdb/gdb.h"

@@ -16,6 +16,7 @@ static void setup(void)
     s.regs.rip = 0xffffffff81000000ull;
     s.regs.rflags = 0x246;
     s.sregs.cs.selector = 0x10;
+    s.sregs.cs.l = 1;
     s.sregs.cr3 = 0x1000;
     s.sregs.efer = 0xd01;
     s.sregs.fs.base = 0x7f0000001000ull;
@@ -127,4 +128,17 @@ Test(regs, target_descriptions)
     cr_assert(strstr(x, "<architecture>i386</architecture>"));
     cr_assert(strstr(x, "<reg name=\"eip\" bitsize=\"32\" type=\"code_ptr\" regnum=\"8\"/>"));
     cr_assert_null(strstr(x, "org.gnu.gdb.i386.segments"), "no fs_base outside long mode");
+}
+
+Test(regs, the_x86_64_layout_outside_64_bit_code_has_32_bit_values)
+{
+    s.sregs.cs.l = 0;
+    cr_assert_eq(val(REGS_X86_64, 0), 0x11111111, "rax as 32-bit code has it");
+    cr_assert_eq(val(REGS_X86_64, 16), 0x81000000, "rip");
+    unsigned changed = 0;
+    uint8_t b[8] = { 0x78, 0x56, 0x34, 0x12, 0xff, 0xff, 0xff, 0xff };
+    cr_assert_eq(regs_write(REGS_X86_64, &s, 2, b, 8, &changed), 0);
+    cr_assert_eq(s.regs.rcx, 0x3333333312345678ull, "only the low half is written");
+    s.sregs.cs.l = 1;
+    cr_assert_eq(val(REGS_X86_64, 0), 0x1111111111111111ull, "64-bit code: all of it");
 }

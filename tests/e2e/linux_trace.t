@@ -115,7 +115,9 @@ else
     user_window syscall 10000
     with_cr3 "$TMP/syscall.json" >"$TMP/syscall.rec"
     first=$(head -n 1 "$TMP/syscall.rec")
-    back=$(awk '$4 == "syscall" { a = $3; sub(/^0x/, "", a); if (a !~ /^ffff/) { print; exit } }' "$TMP/syscall.rec")
+    # Back to user mode by sysret, or by iret where the exit path takes it
+    # (a pending reschedule or signal, an interrupt on the way).
+    back=$(awk '$4 == "syscall" || $4 == "iret" { a = $3; sub(/^0x/, "", a); if (a !~ /^ffff/) { print; exit } }' "$TMP/syscall.rec")
     nuser=$(user <"$TMP/syscall.rec")
     ncr3=$(awk '{print $1}' "$TMP/syscall.rec" | sort -u | wc -l)
     departs=$(grep -c '"kind":"ctx-depart"' "$TMP/syscall.json")

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tiny multiboot guest of the tests that run a real VM (trace/,
- * gdb/): an a.out-kludge header loaded at 0x100000, then
+ * gdb/, machine/): an a.out-kludge header loaded at 0x100000, then
  *
  *   0x100020  jmp short 0x100022     ; -> 0x100022
  *   0x100022  call 0x10002c          ; -> 0x10002c
@@ -20,10 +20,9 @@
 
 #define TINY_GUEST_SIZE 64
 
-static inline size_t tiny_guest(uint8_t *img)
+/* The header alone, code from 0x20 on left to the caller (zeros). */
+static inline void tiny_guest_header(uint8_t *img)
 {
-    static const uint8_t code[] = { 0xeb, 0x00, 0xe8, 0x05, 0x00, 0x00, 0x00, 0x31, 0xc0,
-                                    0xe6, 0xf4, 0xf4, 0xc3 };
     memset(img, 0, TINY_GUEST_SIZE);
     vbts_put32(img, 0x1badb002);
     vbts_put32(img + 4, 0x10000);
@@ -33,6 +32,13 @@ static inline size_t tiny_guest(uint8_t *img)
     vbts_put32(img + 20, 0x100040);     /* load_end_addr */
     vbts_put32(img + 24, 0x100040);     /* bss_end_addr */
     vbts_put32(img + 28, 0x100020);     /* entry_addr */
+}
+
+static inline size_t tiny_guest(uint8_t *img)
+{
+    static const uint8_t code[] = { 0xeb, 0x00, 0xe8, 0x05, 0x00, 0x00, 0x00, 0x31, 0xc0,
+                                    0xe6, 0xf4, 0xf4, 0xc3 };
+    tiny_guest_header(img);
     memcpy(img + 0x20, code, sizeof(code));
     return TINY_GUEST_SIZE;
 }

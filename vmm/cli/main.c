@@ -213,7 +213,7 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
         gdb_set_trace(r->gdb, r->tr);
         if (gdb_start(r->gdb) < 0)
             die("%s", error_last());
-        fprintf(stderr, "vbts: gdb: %s for a connection on tcp:%s\n",
+        fprintf(stderr, "vbts: gdb: %s for a connection on %s\n",
                 o->gdb_wait ? "the guest waits" : "listening", gdb_address(r->gdb));
     }
     if (linux_guest) {

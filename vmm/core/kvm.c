@@ -108,6 +108,14 @@ int kvm_extension(const struct vm *vm, long cap)
     return r < 0 ? 0 : r;
 }
 
+int kvm_exit_on_emulation_failure(struct vm *vm, bool on)
+{
+    struct kvm_enable_cap cap = { .cap = KVM_CAP_EXIT_ON_EMULATION_FAILURE, .args = { on } };
+    if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+        return error_fail_errno("KVM_ENABLE_CAP(KVM_CAP_EXIT_ON_EMULATION_FAILURE)");
+    return 0;
+}
+
 /* Memory slots: 0 low RAM, 1 high RAM; an isolated page is slot 2 and the rest of its slot 3. */
 enum { SLOT_LOW, SLOT_HIGH, SLOT_PAGE, SLOT_REST };
 #define PAGE 4096ull

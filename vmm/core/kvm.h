@@ -26,6 +26,12 @@ int kvm_mem_isolate(struct vm *vm, uint64_t gpa);
  * emulator (KVM_EXIT_INTERNAL_ERROR): the only access that stands out.
  */
 int kvm_mem_hide(struct vm *vm, bool hide);
+/*
+ * An instruction KVM's emulator cannot fetch or run exits to the monitor
+ * (KVM_CAP_EXIT_ON_EMULATION_FAILURE): how a hidden page's fetches are
+ * caught.  0, or -1 with the error set.
+ */
+int kvm_exit_on_emulation_failure(struct vm *vm, bool on);
 /* KVM_CHECK_EXTENSION on the VM: the capability's value, 0 if absent. */
 int kvm_extension(const struct vm *vm, long cap);
 

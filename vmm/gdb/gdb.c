@@ -3,10 +3,8 @@
 #include "gdb/gdb.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,14 +17,13 @@
 #include <linux/kvm.h>
 
 #include "core/vm.h"
+#include "export/server/listen.h"
 #include "trace/trace.h"
 #include "vbts/dest.h"
 #include "x86/host.h"
 
 #include "gdb/hide.h"
 #include "gdb/target.h"
-
-#define POLL_MS 20
 
 /* --- the connection ----------------------------------------------------------------- */
 
@@ -84,7 +81,7 @@ static void serve(struct gdb *g)
     struct pollfd p = { g->cfd >= 0 ? g->cfd : g->lfd, POLLIN, 0 };
     if (g->cfd >= 0 && g->stub.running)
         check_stopped(g);
-    if (poll(&p, 1, POLL_MS) <= 0)
+    if (poll(&p, 1, TARGET_POLL_MS) <= 0)
         return;
     if (g->cfd < 0) {
         int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -130,44 +127,14 @@ static void *server_thread(void *arg)
 
 static int listen_on(struct gdb *g, const char *addr)
 {
-    char spec[300], err[VBTS_MAX_MSG];
+    char spec[300], what[300], err[VBTS_MAX_MSG];
     struct vbts_dest d;
     snprintf(spec, sizeof(spec), "tcp:%s", addr);
     if (!*addr || vbts_dest_parse(spec, &d, err, sizeof(err)) < 0)
         return error_fail("--gdb %s: expected [HOST:]PORT", addr);
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                              .ai_flags = AI_NUMERICSERV };
-    struct addrinfo *ai = NULL;
-    int e = getaddrinfo(d.host, d.port, &hints, &ai);
-    if (e)
-        return error_fail("--gdb %s: cannot resolve '%s': %s", addr, d.host, gai_strerror(e));
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1) < 0) {
-        error_fail_errno("--gdb %s: cannot listen", addr);
-        freeaddrinfo(ai);
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
-        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    } else if (ss.ss_family == AF_INET) {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
-        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    }
-    snprintf(g->address, sizeof(g->address), ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
-             host, port);
-    g->lfd = fd;
-    return 0;
+    snprintf(what, sizeof(what), "--gdb %s", addr);
+    g->lfd = listen_tcp_socket(what, &d, g->address, sizeof(g->address));
+    return g->lfd < 0 ? -1 : 0;
 }
 
 struct gdb *gdb_install(struct vm *vm, const struct gdb_config *c)

@@ -12,8 +12,6 @@
 #include "x86/host.h"
 #include "x86/rep.h"
 
-#define MAX_INSN 15
-
 /* The guest-physical page of an execution point: the loader's image first (before paging), then vCPU 0's tables. */
 static bool page_of(struct gdb *g, uint64_t lin, uint64_t *page)
 {
@@ -60,10 +58,7 @@ int hide_arm(struct gdb *g)
         !kvm_extension(vm, KVM_CAP_EXIT_ON_EMULATION_FAILURE))
         return 0;
     if (!g->hide_isolated) {
-        struct kvm_enable_cap cap = { .cap = KVM_CAP_EXIT_ON_EMULATION_FAILURE, .args = { 1 } };
-        if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
-            return error_fail_errno("KVM_ENABLE_CAP(KVM_CAP_EXIT_ON_EMULATION_FAILURE)");
-        if (kvm_mem_isolate(vm, page) < 0)
+        if (kvm_exit_on_emulation_failure(vm, true) < 0 || kvm_mem_isolate(vm, page) < 0)
             return -1;
         g->hide_isolated = true;
     }
@@ -87,18 +82,8 @@ int hide_disarm(struct gdb *g)
 /* Does the instruction at the vCPU's RIP take a byte from the page? */
 static bool touches(struct gdb *g, struct vcpu *cpu)
 {
-    const struct kvm_regs *r = &cpu->run->s.regs.regs;
-    const struct kvm_sregs *s = &cpu->run->s.regs.sregs;
-    struct gmem_paging pg;
-    cpu_paging(s, &pg);
-    uint64_t lin = cpu_linear_ip(r, s), last = lin + MAX_INSN - 1, gpa;
-    if (cpu_mode(s) != MODE_LONG64)
-        last = (uint32_t)last;
-    uint64_t page = g->vm->hide.gpa;
-    if (gmem_translate(&g->vm->mem, &pg, lin, &gpa) == GMEM_OK && (gpa & ~0xfffull) == page)
-        return true;
-    return ((last ^ lin) & ~0xfffull) && gmem_translate(&g->vm->mem, &pg, last, &gpa) == GMEM_OK &&
-           (gpa & ~0xfffull) == page;
+    struct cpu_view v = { &g->vm->mem, &cpu->run->s.regs.regs, &cpu->run->s.regs.sregs };
+    return cpu_fetch_touches(&v, cpu_linear_ip(v.regs, v.sregs), g->vm->hide.gpa);
 }
 
 /* A passage begins or ends: the page is shown while any vCPU passes. */

@@ -32,16 +32,7 @@ bool packet_hexnum(const char **p, uint64_t *v)
     const char *q = *p;
     uint64_t x = 0;
     int n = 0;
-    for (;; q++, n++) {
-        int d;
-        if (*q >= '0' && *q <= '9')
-            d = *q - '0';
-        else if (*q >= 'a' && *q <= 'f')
-            d = *q - 'a' + 10;
-        else if (*q >= 'A' && *q <= 'F')
-            d = *q - 'A' + 10;
-        else
-            break;
+    for (int d; (d = rsp_hexdigit((uint8_t)*q)) >= 0; q++, n++) {
         if (x >> 60)
             return false;
         x = x << 4 | (uint64_t)d;

@@ -10,7 +10,7 @@ void rsp_init(struct rsp *r)
     memset(r, 0, sizeof(*r));
 }
 
-static int hexval(uint8_t c)
+int rsp_hexdigit(uint8_t c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -53,17 +53,17 @@ enum rsp_event rsp_feed(struct rsp *r, uint8_t c)
             r->too_long = true;
         return RSP_NONE;
     case CS1:
-        if (hexval(c) < 0) {
+        if (rsp_hexdigit(c) < 0) {
             r->state = IDLE;
             return RSP_BAD;
         }
         r->state = CS2;
-        r->cs = (uint8_t)(hexval(c) << 4);
+        r->cs = (uint8_t)(rsp_hexdigit(c) << 4);
         return RSP_NONE;
     default:
         r->state = IDLE;
         r->buf[r->len] = 0;
-        if (hexval(c) < 0 || (uint8_t)(r->cs | hexval(c)) != r->sum)
+        if (rsp_hexdigit(c) < 0 || (uint8_t)(r->cs | rsp_hexdigit(c)) != r->sum)
             return RSP_BAD;
         return RSP_PACKET;
     }
@@ -116,7 +116,7 @@ size_t rsp_unhex(const char *hex, size_t nhex, uint8_t *out, size_t cap)
 {
     size_t n = 0;
     for (; n < cap && 2 * n + 1 < nhex; n++) {
-        int hi = hexval((uint8_t)hex[2 * n]), lo = hexval((uint8_t)hex[2 * n + 1]);
+        int hi = rsp_hexdigit((uint8_t)hex[2 * n]), lo = rsp_hexdigit((uint8_t)hex[2 * n + 1]);
         if (hi < 0 || lo < 0)
             break;
         out[n] = (uint8_t)(hi << 4 | lo);

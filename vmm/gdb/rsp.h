@@ -46,6 +46,8 @@ size_t rsp_frame(const void *data, size_t len, char *out, size_t cap);
  */
 size_t rsp_unescape(char *data, size_t len);
 
+/* A hex digit's value, -1 if c is none. */
+int rsp_hexdigit(uint8_t c);
 /* Hex digit pairs to bytes: how many were decoded (stops at the first non-pair). */
 size_t rsp_unhex(const char *hex, size_t nhex, uint8_t *out, size_t cap);
 /* Bytes to lowercase hex with a NUL; returns the number of characters. */

@@ -23,8 +23,6 @@
 #include "x86/debug.h"
 #include "x86/host.h"
 
-#define POLL_MS 20
-
 static void now_plus(struct timespec *ts, long ms)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
@@ -36,7 +34,7 @@ static void now_plus(struct timespec *ts, long ms)
 void target_wait_a_little(struct gdb *g)
 {
     struct timespec ts;
-    now_plus(&ts, POLL_MS);
+    now_plus(&ts, TARGET_POLL_MS);
     pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 }
 
@@ -107,16 +105,13 @@ static int stop_here(struct gdb *g, struct vcpu *cpu)
     return vm_ending(g->vm) ? 0 : apply(g, cpu, &w, dirty, record);
 }
 
+/* kvm_run's registers are the vCPU's here: synced at its exit, or read again after gdb wrote them (apply). */
 static bool enters_user(struct vcpu *cpu)
 {
-    struct kvm_regs r;
-    struct kvm_sregs sr;
     struct branch_pred p;
     const char *why;
-    if (ioctl(cpu->fd, KVM_GET_REGS, &r) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
-        return false;
-    struct cpu_view view = { &cpu->vm->mem, &r, &sr };
-    return cpu_cpl(&sr) == 3 || (branch_predict(&view, &p, &why) == 0 && p.to_user);
+    struct cpu_view view = { &cpu->vm->mem, &cpu->run->s.regs.regs, &cpu->run->s.regs.sregs };
+    return cpu_cpl(view.sregs) == 3 || (branch_predict(&view, &p, &why) == 0 && p.to_user);
 }
 
 static int on_pre_run(struct vcpu *cpu, void *ctx)
@@ -220,7 +215,7 @@ static bool paging_of(struct gdb *g, int cpu, struct gmem_paging *pg)
     struct kvm_sregs s;
     if (ioctl(g->vm->vcpus[cpu].fd, KVM_GET_SREGS, &s) < 0)
         return false;
-    *pg = (struct gmem_paging){ s.cr0, s.cr3, s.cr4, s.efer };
+    cpu_paging(&s, pg);
     return true;
 }
 
@@ -284,7 +279,7 @@ static int op_resume(void *ctx, const enum stub_action *act, const char **why)
         struct kvm_sregs s;
         if (host_steps_user() || (act[i] != STUB_STEP && !(act[i] == STUB_CONTINUE && points_any_by_step(g))))
             continue;
-        if (ioctl(g->vm->vcpus[i].fd, KVM_GET_SREGS, &s) == 0 && (s.cs.selector & 3) == 3) {
+        if (ioctl(g->vm->vcpus[i].fd, KVM_GET_SREGS, &s) == 0 && cpu_cpl(&s) == 3) {
             *why = "cannot single-step CPL3 code on this host (kvm_pvm steps kernel mode only; "
                    "a watchpoint there is checked by stepping)";
             return -1;
@@ -370,7 +365,7 @@ static int op_btrace_on(void *ctx, int cpu, uint64_t size, const char **why)
         return -1;
     }
     if (!host_steps_user() && ioctl(g->vm->vcpus[cpu].fd, KVM_GET_SREGS, &s) == 0 &&
-        (s.cs.selector & 3) == 3) {
+        cpu_cpl(&s) == 3) {
         *why = "cannot record CPL3 code on this host (kvm_pvm steps kernel mode only).";
         return -1;
     }

@@ -21,6 +21,9 @@ struct vm;
 struct vcpu;
 struct trace;
 
+/* How long the server thread and a stopped vCPU wait before they look again (ms). */
+#define TARGET_POLL_MS 20
+
 /* Why a vCPU stops of its own. */
 enum why { WHY_NONE, WHY_STEP, WHY_POINT };
 

@@ -24,16 +24,6 @@
 #include "x86/event.h"
 #include "x86/host.h"
 
-#define MAX_INSN 15
-
-static int exit_on_emulation_failure(struct trace *tr, bool on)
-{
-    struct kvm_enable_cap cap = { .cap = KVM_CAP_EXIT_ON_EMULATION_FAILURE, .args = { on } };
-    if (ioctl(tr->vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
-        return error_fail_errno("KVM_ENABLE_CAP(KVM_CAP_EXIT_ON_EMULATION_FAILURE)");
-    return 0;
-}
-
 int catch_arm(struct trace *tr)
 {
     struct vm *vm = tr->vm;
@@ -46,7 +36,7 @@ int catch_arm(struct trace *tr)
         return error_fail("--trace-start: hardware breakpoints do not fire on this host (%s), "
                           "and its KVM lacks KVM_CAP_EXIT_ON_EMULATION_FAILURE (Linux 5.14), "
                           "which watching the trigger's page needs", host_kvm_name());
-    if (exit_on_emulation_failure(tr, true) < 0 || kvm_mem_isolate(vm, gpa) < 0 ||
+    if (kvm_exit_on_emulation_failure(vm, true) < 0 || kvm_mem_isolate(vm, gpa) < 0 ||
         kvm_mem_hide(vm, true) < 0)
         return -1;
     tr->catch_armed = true;
@@ -56,15 +46,7 @@ int catch_arm(struct trace *tr)
 /* Does the instruction at linear `lin` take a byte from the hidden page? */
 static bool touches(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t lin)
 {
-    struct gmem_paging pg;
-    cpu_paging(v->sregs, &pg);
-    uint64_t page = t->cpu->vm->hide.gpa, last = lin + MAX_INSN - 1, gpa;
-    if (cpu_mode(v->sregs) != MODE_LONG64)
-        last = (uint32_t)last;
-    if (gmem_translate(v->mem, &pg, lin, &gpa) == GMEM_OK && (gpa & ~0xfffull) == page)
-        return true;
-    return ((last ^ lin) & ~0xfffull) &&
-           gmem_translate(v->mem, &pg, last, &gpa) == GMEM_OK && (gpa & ~0xfffull) == page;
+    return cpu_fetch_touches(v, lin, t->cpu->vm->hide.gpa);
 }
 
 /* A passage through the page begins or ends: the page is shown while any vCPU passes. */
@@ -138,7 +120,7 @@ int catch_window_open(struct trace_vcpu *t)
         if (r == 0)
             r = kvm_mem_hide(tr->vm, false);
         if (r == 0)
-            r = exit_on_emulation_failure(tr, false);
+            r = kvm_exit_on_emulation_failure(tr->vm, false);
     }
     pthread_mutex_unlock(&tr->catch_lock);
     return r;

@@ -184,9 +184,9 @@ int trace_record(struct trace *tr, struct vcpu *cpu, bool on)
 int trace_resync(struct trace *tr, struct vcpu *cpu)
 {
     struct trace_vcpu *t = &tr->cpu[cpu->index];
-    if (!t->stepping)
-        return 0;
-    return step_sync_regs(t) < 0 ? -1 : step_predict(t, false);
+    if (step_sync_regs(t) < 0)
+        return -1;
+    return t->stepping ? step_predict(t, false) : 0;
 }
 
 bool trace_steps(const struct trace *tr, const struct vcpu *cpu)

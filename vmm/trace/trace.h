@@ -72,8 +72,9 @@ void trace_on_record(struct trace *t, trace_record_fn fn, void *ctx);
 int trace_record(struct trace *t, struct vcpu *cpu, bool on);
 /*
  * On the vCPU's own thread, between runs: a debugger changed its registers
- * or memory, so the instruction the engine foresaw may not be the one
- * that runs.  -1 with the error set.
+ * or memory.  The registers kvm_run holds are read again (what every
+ * exit handler reads), and the instruction the engine foresaw, which may
+ * not be the one that runs, is predicted again.  -1 with the error set.
  */
 int trace_resync(struct trace *t, struct vcpu *cpu);
 

@@ -57,6 +57,19 @@ void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg)
     pg->efer = s->efer;
 }
 
+bool cpu_fetch_touches(const struct cpu_view *v, uint64_t lin, uint64_t page)
+{
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    uint64_t last = lin + ZYDIS_MAX_INSTRUCTION_LENGTH - 1, gpa;
+    if (cpu_mode(v->sregs) != MODE_LONG64)
+        last = (uint32_t)last;
+    if (gmem_translate(v->mem, &pg, lin, &gpa) == GMEM_OK && (gpa & ~0xfffull) == page)
+        return true;
+    return ((last ^ lin) & ~0xfffull) && gmem_translate(v->mem, &pg, last, &gpa) == GMEM_OK &&
+           (gpa & ~0xfffull) == page;
+}
+
 static const ZydisDecoder *decoder_for(enum cpu_mode m)
 {
     static ZydisDecoder dec[5];

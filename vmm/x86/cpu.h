@@ -55,6 +55,12 @@ static inline int cpu_cpl(const struct kvm_sregs *s)
     return (s->cr0 & 1) ? (s->cs.selector & 3) : 0;
 }
 void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg);
+/*
+ * Does fetching the instruction at linear `lin` take a byte from the
+ * guest-physical page `page`?  Its first byte, or the last an instruction
+ * may have where that lies on the next page.
+ */
+bool cpu_fetch_touches(const struct cpu_view *v, uint64_t lin, uint64_t page);
 /* len bytes at linear `lin` through the guest's page tables; 0 or -1. */
 int cpu_read_linear(const struct cpu_view *v, uint64_t lin, void *buf, size_t len);
 /*

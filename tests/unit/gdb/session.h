@@ -64,7 +64,7 @@ static inline void session_start(bool wait)
     cr_assert_not_null(apic, "%s", error_last());
     cr_assert_eq(gdb_start(g), 0);
     unsigned port = 0;
-    cr_assert_eq(sscanf(gdb_address(g), "127.0.0.1:%u", &port), 1, "%s", gdb_address(g));
+    cr_assert_eq(sscanf(gdb_address(g), "tcp:127.0.0.1:%u", &port), 1, "%s", gdb_address(g));
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sock = socket(AF_INET, SOCK_STREAM, 0);

@@ -11,19 +11,12 @@
 #include "machine/multiboot_vm.h"
 #include "vbts/le.h"
 #include "x86/kvm_x86.h"
+#include "../tiny_guest.h"
 
 /* A flat a.out-kludge image at 1 MiB: header, then hlt. */
 static size_t image(uint8_t *img)
 {
-    memset(img, 0, 64);
-    vbts_put32(img, 0x1badb002);
-    vbts_put32(img + 4, 0x10000);
-    vbts_put32(img + 8, (uint32_t)-(0x1badb002 + 0x10000));
-    vbts_put32(img + 12, 0x100000);       /* header_addr */
-    vbts_put32(img + 16, 0x100000);       /* load_addr */
-    vbts_put32(img + 20, 0x100040);       /* load_end_addr */
-    vbts_put32(img + 24, 0x100040);       /* bss_end_addr */
-    vbts_put32(img + 28, 0x100020);       /* entry_addr */
+    tiny_guest_header(img);
     img[0x20] = 0xf4;
     return 64;
 }

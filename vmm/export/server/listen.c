@@ -62,23 +62,23 @@ static int listen_unix(struct listener *l, const char *dest, const struct vbts_d
     return 0;
 }
 
-static int listen_tcp(struct listener *l, const char *dest, const struct vbts_dest *d)
+int listen_tcp_socket(const char *what, const struct vbts_dest *d, char *name, size_t namelen)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_NUMERICSERV };
     struct addrinfo *ai = NULL;
     int g = getaddrinfo(d->host, d->port, &hints, &ai);
     if (g != 0)
-        return error_fail("--trace %s: cannot resolve '%s': %s", dest, d->host, gai_strerror(g));
+        return error_fail("%s: cannot resolve '%s': %s", what, d->host, gai_strerror(g));
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         freeaddrinfo(ai);
-        return error_fail_errno("--trace %s: socket", dest);
+        return error_fail_errno("%s: socket", what);
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0) {
-        error_fail_errno("--trace %s: cannot listen", dest);
+        error_fail_errno("%s: cannot listen", what);
         freeaddrinfo(ai);
         close(fd);
         return -1;
@@ -86,7 +86,7 @@ static int listen_tcp(struct listener *l, const char *dest, const struct vbts_de
     freeaddrinfo(ai);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    char name[320], addr[INET6_ADDRSTRLEN] = "?";
+    char addr[INET6_ADDRSTRLEN] = "?";
     unsigned bound = (unsigned)strtoul(d->port, NULL, 10);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET) {
@@ -99,8 +99,17 @@ static int listen_tcp(struct listener *l, const char *dest, const struct vbts_de
             bound = ntohs(s6->sin6_port);
         }
     }
-    snprintf(name, sizeof(name), ss.ss_family == AF_INET6 ? "tcp:[%s]:%u" : "tcp:%s:%u",
-             addr, bound);
+    snprintf(name, namelen, ss.ss_family == AF_INET6 ? "tcp:[%s]:%u" : "tcp:%s:%u", addr, bound);
+    return fd;
+}
+
+static int listen_tcp(struct listener *l, const char *dest, const struct vbts_dest *d)
+{
+    char what[300], name[320];
+    snprintf(what, sizeof(what), "--trace %s", dest);
+    int fd = listen_tcp_socket(what, d, name, sizeof(name));
+    if (fd < 0)
+        return -1;
     l->fd = fd;
     l->name = strdup(name);
     l->unlink_path = NULL;

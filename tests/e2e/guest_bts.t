@@ -30,7 +30,7 @@ rc=$?
 err=$(cat "$T/err")
 if [ $rc = 1 ]; then
     ok "bts_user: CPL3 branches stored, CPL0 ones not"
-elif [ $rc = 125 ] && [ "$err" = "vbts: cannot trace CPL3 code on this host (kvm_pvm does not single-step user mode); trace ends before 0x$(awk '$3 == "iret_to_user" {print tolower($1); exit}' "$STUBS/bts/bts_user.map")" ]; then
+elif [ $rc = 125 ] && [ "$err" = "vbts: cannot trace CPL3 code on this host (kvm_pvm steps user mode only through a 64-bit guest's #DB handler, entered by IRETQ or SYSRET); trace ends before 0x$(awk '$3 == "iret_to_user" {print tolower($1); exit}' "$STUBS/bts/bts_user.map")" ]; then
     ok "bts_user # SKIP host cannot single-step CPL3 (vbts said so and stopped at the iretq)"
 else
     fail "bts_user: CPL3 branches stored, CPL0 ones not" "status $rc" "$err"

@@ -59,6 +59,8 @@ static const char usage[] =
     "      --cr3 VALUE|start record only while CR3 holds this page-table base (start:\n"
     "                        the one of the vCPU that reached --trace-start)\n"
     "      --verify-flow     check every record against straight-line code; count violations\n"
+    "      --engine step|branch  single-step every instruction, or run from branch to\n"
+    "                        branch under breakpoints (default: the fastest this host runs)\n"
     "      --stop-after-trace  end the run (status 0) when the trace window closes\n"
     "      --no-guest-bts    do not virtualise IA32_DEBUGCTL/IA32_DS_AREA for the guest\n"
     "      --kvm PATH        KVM device (default /dev/kvm)\n"
@@ -207,7 +209,8 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
         die("guest BTS needs MSR filtering, which this host's KVM lacks (%s); "
             "run with --no-guest-bts", error_last());
     /* The engine's hooks come first: a vCPU follows the window before devices inject. */
-    if (!(r->tr = trace_install(&r->vm, &r->tcfg, r->gbts)))
+    if (!(r->tr = trace_install(&r->vm, &r->tcfg, r->gbts)) ||
+        trace_set_engine(r->tr, o->engine) < 0)
         die("%s", error_last());
     if (r->gdb) {
         gdb_set_trace(r->gdb, r->tr);
@@ -300,19 +303,20 @@ static int report(struct run *r, int status, double elapsed)
                 (unsigned long long)atomic_load(&r->tcfg.flow_violations));
     if (!r->sink)
         return status;
-    uint64_t branches, steps;
-    trace_totals(r->tr, &branches, &steps);
+    uint64_t branches, exits;
+    trace_totals(r->tr, &branches, &exits);
     if (sink_close(r->sink) < 0) {
         /* A failed file write ended the run: its line is out already. */
         if (end != VM_END_MONITOR || !strstr(r->vm.end_msg, error_last()))
             fprintf(stderr, "vbts: %s (the trace is incomplete)\n", error_last());
         return VBTS_EXIT_MONITOR;
     }
+    /* The engine beside its figures: a run that fails says only why. */
     if (!r->o.quiet)
-        fprintf(stderr, "vbts: trace %s: %" PRIu64 " branches, %" PRIu64
-                " steps in %.3f s (%.0f branches/s, %.2f steps/branch)\n", r->o.trace,
-                branches, steps, elapsed, elapsed > 0 ? branches / elapsed : 0.0,
-                branches ? (double)steps / branches : 0.0);
+        fprintf(stderr, "vbts: engine: %s\nvbts: trace %s: %" PRIu64 " branches, %" PRIu64
+                " exits in %.3f s (%.0f branches/s, %.2f exits/branch)\n", trace_engine_name(r->tr), r->o.trace,
+                branches, exits, elapsed, elapsed > 0 ? branches / elapsed : 0.0,
+                branches ? (double)exits / branches : 0.0);
     return status;
 }
 

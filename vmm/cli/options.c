@@ -19,7 +19,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
     enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
            OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW, OPT_STOP_AFTER,
            OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER, OPT_FORCE };
-    enum { OPT_USER = 512, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB };
+    enum { OPT_USER = 512, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB, OPT_ENGINE };
     static const struct option longopts[] = {
         { "memory", required_argument, NULL, 'm' },
         { "append", required_argument, NULL, 'a' },
@@ -33,6 +33,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { "cpl", required_argument, NULL, OPT_CPL },
         { "cr3", required_argument, NULL, OPT_CR3 },
         { "verify-flow", no_argument, NULL, OPT_VERIFY_FLOW },
+        { "engine", required_argument, NULL, OPT_ENGINE },
         { "stop-after-trace", no_argument, NULL, OPT_STOP_AFTER },
         { "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
         { "buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT },
@@ -52,7 +53,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
         { 0 },
     };
     *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm",
-                                 .guest_bts = true, .cpus = 1,
+                                 .guest_bts = true, .cpus = 1, .engine = -1,
                                  .buffer_size = VBTS_DEFAULT_BUFFER,
                                  .linger = VBTS_DEFAULT_LINGER };
     optind = 1;
@@ -118,6 +119,16 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             o->have_cr3 = true;
             break;
         case OPT_VERIFY_FLOW: o->verify_flow = true; break;
+        case OPT_ENGINE:
+            if (!strcmp(optarg, "step"))
+                o->engine = 0;
+            else if (!strcmp(optarg, "branch"))
+                o->engine = 1;
+            else {
+                snprintf(err, errlen, "--engine: '%s' is not step or branch", optarg);
+                return OPT_ERROR;
+            }
+            break;
         case OPT_STOP_AFTER: o->stop_after_trace = true; break;
         case OPT_BUFFER_SIZE:
         case OPT_BUFFER_LIMIT:

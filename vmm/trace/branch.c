@@ -199,6 +199,20 @@ static bool div_faults(const struct cpu_view *v, const ZydisDecodedInstruction *
     return high >= divisor;
 }
 
+/* SYSRET goes to RCX (ECX without REX.W); INT n and INT3 to their vector's handler. */
+static void system_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                          const ZydisDecodedOperand *ops, struct branch_pred *p)
+{
+    p->to_user = in->meta.category == ZYDIS_CATEGORY_SYSRET;
+    if (in->mnemonic == ZYDIS_MNEMONIC_SYSRET) {
+        p->target = in->operand_width == 64 ? v->regs->rcx : (uint32_t)v->regs->rcx;
+        p->target_known = true;
+    } else if (in->mnemonic == ZYDIS_MNEMONIC_INT || in->mnemonic == ZYDIS_MNEMONIC_INT3) {
+        unsigned vec = in->mnemonic == ZYDIS_MNEMONIC_INT3 ? 3 : (unsigned)ops[0].imm.value.u & 0xff;
+        p->target_known = cpu_idt_handler(v, vec, &p->target) == 0;
+    }
+}
+
 int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why)
 {
     ZydisDecodedInstruction in;
@@ -265,7 +279,8 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
         }
         break;
     case VBTS_KIND_SYSCALL:
-        p->to_user = in.meta.category == ZYDIS_CATEGORY_SYSRET;
+    case VBTS_KIND_INT:
+        system_target(v, &in, ops, p);
         break;
     default:
         break;

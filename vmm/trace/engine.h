@@ -15,6 +15,7 @@
 
 #include "core/vm.h"
 #include "trace/branch.h"
+#include "trace/stretch.h"
 #include "trace/trace.h"
 #include "vbts/format.h"
 
@@ -25,6 +26,7 @@ struct trace {
     struct guest_bts *gbts;     /* NULL with --no-guest-bts */
     struct trace_vcpu *cpu;     /* per vCPU */
     bool tf;                    /* the host steps with RFLAGS.TF (trace/tf.c) */
+    enum trace_engine engine;
     bool block_irq;             /* ... and can hold interrupts back while it does */
     bool start_armed;           /* the start trigger is set up (breakpoints or catch.c) */
     trace_record_fn on_record;  /* a debugger's branch trace (trace_record) */
@@ -39,6 +41,13 @@ struct trace_vcpu {
     struct trace *tr;
     struct vcpu *cpu;
     uint64_t steps;             /* single-step exits seen */
+    uint64_t leaps;             /* stretches run (trace/leap.c): their breakpoint exits */
+    struct stretch leap;        /* the stretch in flight */
+    bool leaping;               /* ...armed in KVM, not yet ended */
+    bool kvm_leap;              /* KVM has stretches' breakpoints, not a single-step */
+    uint64_t dr[4];             /* ...these */
+    int ndr;
+    uint64_t let_in_ns;         /* when a step last let interrupts in */
     struct branch_pred pred;    /* the instruction the vCPU is about to run */
     bool pred_valid;
     bool stepping;              /* single-step is armed in KVM */
@@ -57,7 +66,13 @@ struct trace_vcpu {
     /* Hosts that step with RFLAGS.TF (trace/tf.c). */
     unsigned since_probe;       /* steps since KVM was last asked for a pending event */
     unsigned irq_gap;           /* interruptible steps still owed to the guest (tf.c) */
-    bool r11_tf;                /* TF set in R11 for a SYSRET (tf.c) */
+    bool r11_tf;                /* TF set in R11 for a SYSRET (tf.c, ustep.c) */
+    /* kvm_pvm's user-mode steps (trace/ustep.c). */
+    bool ustep;                 /* one is armed: TF set where the step needs it */
+    uint64_t db_handler;        /* the guest's #DB handler, its breakpoint */
+    bool iret_tf;               /* TF set in an IRETQ frame's RFLAGS image... */
+    uint64_t iret_at;           /* ...in this byte */
+    uint8_t iret_byte;          /* ...which held this */
     bool probe_soon;            /* IF may have become 1: ask at the next boundary */
     bool halted;                /* after HLT: nothing runs until an event comes */
 };

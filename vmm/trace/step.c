@@ -26,6 +26,8 @@
 #include "export/sink.h"
 #include "trace/attrib.h"
 #include "trace/catch.h"
+#include "trace/leap.h"
+#include "trace/ustep.h"
 #include "trace/tf.h"
 #include "guest_bts/guest_bts.h"
 #include "x86/arch.h"
@@ -40,11 +42,15 @@ int step_update(struct trace_vcpu *t)
         return error_fail("this host's KVM cannot hold interrupts back while it single-steps "
                           "(KVM_GUESTDBG_BLOCKIRQ, Linux 5.16 and later): their handlers would "
                           "run unseen, so vbts does not trace this guest here");
+    leap_flush(t);
+    if (!step)
+        ustep_cancel(t);
     struct debug_want w = { .step = step, .block_irq = step && t->tr->tf };
     if (t->bp_armed) {
         w.nbp = 1;
         w.bp[0] = t->tr->cfg->start;
     }
+    t->kvm_leap = false;
     if (debug_set(t->cpu, DEBUG_TRACE, &w) < 0)
         return -1;
     if (step != t->stepping && t->tr->tf && tf_stepping(t, step) < 0)
@@ -87,17 +93,20 @@ void step_note_completion(struct trace_vcpu *t)
     /*
      * An instruction finished by the monitor (port I/O, MMIO) may complete
      * together with the next one before KVM reports a step (seen on
-     * kvm_pvm: `mov [apic], eax; sti` gave one step exit).
+     * kvm_pvm: `mov [apic], eax; sti` gave one step exit).  A stretch
+     * goes on after MMIO as before it.
      */
-    if (t->pred_valid && t->pred.kind == VBTS_KIND_UNKNOWN)
+    if (!t->leaping && t->pred_valid && t->pred.kind == VBTS_KIND_UNKNOWN)
         t->pred.shadow = true;
 }
 
 void step_note_event(struct trace_vcpu *t, int vector)
 {
     /* Only a stepping vCPU has a prediction for the event to settle. */
-    if (t->stepping)
+    if (t->stepping) {
+        leap_abandon(t);
         t->event_vector = vector;
+    }
 }
 
 static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
@@ -222,13 +231,25 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
             window_emit_branch(t, p->from, target, p->kind, p->cpl);
             return 0;
         }
+        /* INT n: its handler's first instruction may have run unseen (kvm_pvm). */
+        if (p->kind == VBTS_KIND_INT && p->target_known) {
+            if (explain_skip(v, p->target, rip, true, &skip, &has_skip)) {
+                window_emit_branch(t, p->from, p->target, p->kind, p->cpl);
+                if (has_skip)
+                    emit_skipped(t, &skip);
+                return 0;
+            }
+            return attribute_event(t, v, p->from, p->cpl, -1, false, VBTS_KIND_EXCEPTION, rip);
+        }
         /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
-        if (!p->target_known || p->kind != VBTS_KIND_IRET)
+        if (!p->target_known || (p->kind != VBTS_KIND_IRET && p->mnemonic != ZYDIS_MNEMONIC_SYSRET))
             return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
                                    VBTS_KIND_EXCEPTION, rip);
         /*
          * After IRET the target's own step exit is swallowed: it either ran
-         * normally or raised an event itself.
+         * normally or raised an event itself.  So into user mode after
+         * SYSRET, where that trap comes through the guest's #DB handler
+         * (trace/ustep.c).
          */
         window_emit_branch(t, p->from, target, p->kind, p->cpl);
         if (explain_skip(v, target, rip, true, &skip, &has_skip)) {
@@ -285,6 +306,10 @@ int step_complete(struct trace_vcpu *t)
 /* A debug exit of ours: the start trigger's breakpoint (hits), or a step. */
 enum vcpu_verdict step_on_debug(struct trace_vcpu *t, unsigned hits)
 {
+    if (t->leaping)
+        return leap_on_debug(t, hits);
+    if (t->ustep && ustep_on_debug(t, hits))
+        return VCPU_EXIT_DONE;
     if (hits) {
         if (!t->bp_armed)
             return VCPU_EXIT_PASS;
@@ -328,10 +353,12 @@ int step_predict(struct trace_vcpu *t, bool tolerate_skip)
         if (!t->stepping)
             return 0;
     }
-    if (t->stepping && (t->pred.to_user || cpu_cpl(v.sregs) == 3) && !host_steps_user()) {
+    if (t->stepping && (t->pred.to_user || cpu_cpl(v.sregs) == 3) && !host_steps_user() &&
+        !ustep_can(t, &v, &t->pred)) {
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
-                       "cannot trace CPL3 code on this host (kvm_pvm does not single-step "
-                       "user mode); trace ends before 0x%llx", (unsigned long long)rip);
+                       "cannot trace CPL3 code on this host (kvm_pvm steps user mode only through "
+                       "a 64-bit guest's #DB handler, entered by IRETQ or SYSRET); trace ends "
+                       "before 0x%llx", (unsigned long long)rip);
         if (t->tr->sink)
             sink_stop(t->tr->sink, t->cpu->index, VBTS_STOP_UNSUPPORTED);
         return -1;

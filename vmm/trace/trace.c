@@ -10,6 +10,8 @@
 #include "guest_bts/guest_bts.h"
 #include "trace/catch.h"
 #include "trace/engine.h"
+#include "trace/leap.h"
+#include "trace/ustep.h"
 #include "trace/step.h"
 #include "trace/tf.h"
 #include "trace/window.h"
@@ -81,7 +83,11 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
     struct trace_vcpu *t = of(ctx, cpu);
     if (window_poll(t) < 0)
         return -1;
-    return t->stepping && t->tr->tf ? tf_before_run(t) : 0;
+    if (!t->stepping)
+        return 0;
+    if (t->tr->tf)
+        return tf_before_run(t);
+    return t->tr->engine == TRACE_ENGINE_BRANCH ? leap_before_run(t) : ustep_before_run(t);
 }
 
 static int on_thread_end(struct vcpu *cpu, void *ctx)
@@ -199,18 +205,42 @@ bool trace_writes(const struct trace *tr)
     return tr->sink != NULL;
 }
 
+static const char *const engine_names[] = { "step", "branch" };
+
+int trace_set_engine(struct trace *t, int asked)
+{
+    int fire = host_breakpoints_fire(t->vm->kvm_fd);
+    if (fire < 0)
+        return -1;
+    /* The branch engine runs where steps are the host's own (kvm_pvm) and breakpoints fire. */
+    bool branch = !t->tf && fire;
+    if (asked == TRACE_ENGINE_BRANCH && !branch)
+        return error_fail("--engine branch: %s", !fire
+                          ? "hardware breakpoints do not fire in this host's guests"
+                          : "this host single-steps with RFLAGS.TF (stock KVM), which the branch "
+                            "engine is not built for; use --engine step");
+    t->engine = asked >= 0 ? (enum trace_engine)asked
+                           : branch ? TRACE_ENGINE_BRANCH : TRACE_ENGINE_STEP;
+    return 0;
+}
+
+const char *trace_engine_name(const struct trace *t)
+{
+    return engine_names[t->engine];
+}
+
 void trace_set_sink(struct trace *t, struct sink *s)
 {
     t->sink = s;
 }
 
-void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *steps)
+void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *exits)
 {
-    *branches = *steps = 0;
+    *branches = *exits = 0;
     for (int i = 0; i < t->vm->ncpus; i++) {
         if (t->sink)
             *branches += sink_branches(t->sink, i);
-        *steps += t->cpu[i].steps;
+        *exits += t->cpu[i].steps + t->cpu[i].leaps;
     }
 }
 

@@ -17,6 +17,9 @@ struct sink;
 struct guest_bts;
 struct vcpu;
 
+/* How the engine moves: an exit per instruction, or per branch (docs/engine.md). */
+enum trace_engine { TRACE_ENGINE_STEP, TRACE_ENGINE_BRANCH };
+
 enum trace_cpl { TRACE_CPL_ALL, TRACE_CPL_KERNEL, TRACE_CPL_USER };
 enum trace_window { WINDOW_WAITING, WINDOW_OPEN, WINDOW_CLOSED };
 
@@ -83,10 +86,18 @@ bool trace_steps(const struct trace *t, const struct vcpu *cpu);
 /* --trace is given: the engine may start stepping any vCPU when the window opens. */
 bool trace_writes(const struct trace *t);
 
+/*
+ * The engine for this host: `asked` (--engine), or -1 for the fastest one
+ * that is exact here.  -1 with the error set if the host cannot run the
+ * one asked for.  Before the vCPUs start.
+ */
+int trace_set_engine(struct trace *t, int asked);
+const char *trace_engine_name(const struct trace *t);
+
 /* Where records go (--trace); before the vCPUs start. */
 void trace_set_sink(struct trace *t, struct sink *s);
-/* Branch records written and step exits taken, all vCPUs. */
-void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *steps);
+/* Branch records written and the engine's exits (steps and stretches), all vCPUs. */
+void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *exits);
 void trace_free(struct trace *t);
 
 #endif

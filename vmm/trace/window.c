@@ -11,6 +11,7 @@
 
 #include "trace/catch.h"
 #include "trace/engine.h"
+#include "trace/leap.h"
 #include "trace/step.h"
 
 #include "core/clock.h"
@@ -134,6 +135,7 @@ int window_open_here(struct trace_vcpu *t)
 
 void window_leave(struct trace_vcpu *t, enum vbts_stop_reason why)
 {
+    leap_flush(t);
     if (!t->tracing)
         return;
     t->tracing = false;
@@ -145,6 +147,7 @@ void window_leave(struct trace_vcpu *t, enum vbts_stop_reason why)
 
 void window_finish(struct trace_vcpu *t, enum vbts_stop_reason why)
 {
+    leap_flush(t);
     if (!t->tracing)
         return;     /* never entered the window, or already left it */
     t->tracing = false;

@@ -18,7 +18,7 @@ static bool active(const struct debug_state *d, int c)
     if (!d->want[c].unless_stepped)
         return true;
     for (int o = 0; o < DEBUG_NCLIENTS; o++)
-        if (o != c && d->want[o].step && !d->want[o].unless_stepped)
+        if (o != c && (d->want[o].step || d->want[o].exclusive) && !d->want[o].unless_stepped)
             return false;
     return true;
 }
@@ -70,9 +70,14 @@ static int apply(struct vcpu *cpu)
         return error_fail_errno("KVM_SET_GUEST_DEBUG (%s, %d breakpoint%s)",
                                 step ? "single-step" : "no step", n, n == 1 ? "" : "s");
     }
-    bool was = d->stepping;
+    bool was = d->stepping, was_excl = d->exclusive;
     d->stepping = step;
-    if (was && !step) {
+    d->applied = true;
+    d->exclusive = false;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++)
+        d->exclusive |= active(d, c) && d->want[c].exclusive;
+    /* Runs under an exclusive client's breakpoints end like its steps (trace/leap.c). */
+    if (!step && (was || (was_excl && !d->exclusive))) {
         const struct arch_vm *a = arch_vm(cpu->vm);
         for (int i = 0; i < a->nstep_off; i++)
             a->step_off[i].fn(cpu, a->step_off[i].ctx);
@@ -80,12 +85,27 @@ static int apply(struct vcpu *cpu)
     return 0;
 }
 
+static bool same_want(const struct debug_want *a, const struct debug_want *b)
+{
+    if (a->step != b->step || a->block_irq != b->block_irq || a->unless_stepped != b->unless_stepped ||
+        a->exclusive != b->exclusive || a->nbp != b->nbp)
+        return false;
+    for (int i = 0; i < a->nbp; i++)
+        if (a->bp[i] != b->bp[i] || a->bp_rw[i] != b->bp_rw[i] || a->bp_len[i] != b->bp_len[i])
+            return false;
+    return true;
+}
+
 int debug_set(struct vcpu *cpu, enum debug_client who, const struct debug_want *w)
 {
     struct debug_state *d = &arch_vcpu(cpu)->dbg;
-    d->want[who] = *w;
-    if (d->want[who].nbp > DEBUG_MAX_BP)
-        d->want[who].nbp = DEBUG_MAX_BP;
+    struct debug_want n = *w;
+    if (n.nbp > DEBUG_MAX_BP)
+        n.nbp = DEBUG_MAX_BP;
+    /* A stretch that runs again wants what KVM has: no ioctl (trace/leap.c). */
+    if (d->applied && same_want(&d->want[who], &n))
+        return 0;
+    d->want[who] = n;
     return apply(cpu);
 }
 
@@ -97,6 +117,16 @@ int debug_slots_left(const struct vcpu *cpu, enum debug_client who)
         if (active(d, c))
             used += d->want[c].nbp;
     return used >= DEBUG_MAX_BP ? 0 : DEBUG_MAX_BP - used;
+}
+
+int debug_bps_of_others(const struct vcpu *cpu, enum debug_client who)
+{
+    const struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    int n = 0;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++)
+        if (c != (int)who && !d->want[c].unless_stepped)
+            n += d->want[c].step ? DEBUG_MAX_BP : d->want[c].nbp;
+    return n > DEBUG_MAX_BP ? DEBUG_MAX_BP : n;
 }
 
 bool debug_stepping(const struct vcpu *cpu)

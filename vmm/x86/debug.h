@@ -23,6 +23,7 @@ struct debug_want {
     bool step;                  /* single-step */
     bool block_irq;             /* KVM injects no interrupt or NMI (KVM_GUESTDBG_BLOCKIRQ) */
     bool unless_stepped;        /* drop these wishes while another client steps */
+    bool exclusive;             /* ...or runs with these: yielding clients yield to them too */
     int nbp;                    /* breakpoints, at linear addresses */
     uint64_t bp[DEBUG_MAX_BP];
     /* DR7's R/W and LEN fields of each: 0 and 0 for an execution breakpoint. */
@@ -41,6 +42,8 @@ struct debug_want {
 struct debug_state {
     struct debug_want want[DEBUG_NCLIENTS];
     bool stepping;              /* KVM single-steps this vCPU */
+    bool applied;               /* KVM has the merged wishes */
+    bool exclusive;             /* ...and they include an exclusive client's */
     int slot_owner[DEBUG_MAX_BP];   /* client of each DR0-3 slot, or -1 */
     int slot_index[DEBUG_MAX_BP];   /* which of that client's breakpoints */
 };
@@ -65,6 +68,12 @@ bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out);
 
 /* DR0-3 slots the clients before `who` take on this vCPU: what is left for it. */
 int debug_slots_left(const struct vcpu *cpu, enum debug_client who);
+
+/*
+ * Breakpoints the clients other than `who` want that stand now (none that
+ * yield to `who`'s); all of DR0-3 if one of them single-steps.
+ */
+int debug_bps_of_others(const struct vcpu *cpu, enum debug_client who);
 
 /* The host's KVM holds interrupts back for a stepping client (Linux 5.16+). */
 bool debug_can_block_irq(const struct vm *vm);

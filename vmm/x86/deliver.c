@@ -22,6 +22,7 @@ struct ctx {
     struct kvm_sregs *s;
     struct gmem_paging pg;
     const char **why;
+    bool untrap;            /* find_frame: clear TF in the frame it finds */
 };
 
 static int fail(struct ctx *c, const char *why)
@@ -282,7 +283,7 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
 {
     struct kvm_regs r0 = *r;
     struct kvm_sregs s0 = *s;
-    struct ctx c = { mem, r, s, { 0 }, why };
+    struct ctx c = { mem, r, s, { 0 }, why, false };
     cpu_paging(s, &c.pg);
     struct delivery gp;
     unsigned vec = d->vector;
@@ -327,16 +328,23 @@ static bool frame_at(struct ctx *c, uint64_t at, unsigned slot, const struct del
     uint64_t rip = slot == 8 ? vbts_le64(f) : slot == 4 ? vbts_le32(f) : vbts_le16(f);
     uint64_t cs = slot == 8 ? vbts_le64(f + 8) : slot == 4 ? vbts_le32(f + 4) : vbts_le16(f + 2);
     uint64_t fl = slot == 8 ? vbts_le64(f + 16) : slot == 4 ? vbts_le32(f + 8) : vbts_le16(f + 4);
-    return (fl & RFLAGS_TF) && (uint16_t)cs == b->sregs->cs.selector &&
-           (rip == b->regs->rip || rip == b->next_rip);
+    bool ours = (fl & RFLAGS_TF) && (uint16_t)cs == b->sregs->cs.selector &&
+                (rip == b->regs->rip || rip == b->next_rip);
+    if (ours && c->untrap) {
+        /* TF is in the image's second byte, whatever the slot's width. */
+        uint8_t hi = f[2 * slot + 1] & (uint8_t)~1;
+        uint64_t fault;
+        gmem_write_linear(c->mem, &c->pg, at + 2 * slot + 1, &hi, 1, &fault);
+    }
+    return ours;
 }
 
-bool deliver_seen(const struct gmem *mem, const struct deliver_before *b)
+static bool find_frame(const struct gmem *mem, const struct deliver_before *b, bool untrap)
 {
     struct kvm_regs r = *b->regs;
     struct kvm_sregs s = *b->sregs;
     const char *why;
-    struct ctx c = { mem, &r, &s, { 0 }, &why };
+    struct ctx c = { mem, &r, &s, { 0 }, &why, untrap };
     cpu_paging(&s, &c.pg);
     enum cpu_mode m = cpu_mode(&s);
     int cpl = cpu_cpl(&s);
@@ -365,6 +373,31 @@ bool deliver_seen(const struct gmem *mem, const struct deliver_before *b)
     if (s.tr.limit >= 11 && !read_lin(&c, s.tr.base + 4, t, 8))
         return frame_at(&c, (uint32_t)(vbts_le32(t) - 20), 4, b);
     return false;
+}
+
+bool deliver_seen(const struct gmem *mem, const struct deliver_before *b)
+{
+    return find_frame(mem, b, false);
+}
+
+bool deliver_untrap(const struct gmem *mem, const struct deliver_before *b)
+{
+    return find_frame(mem, b, true);
+}
+
+int deliver_segment(const struct gmem *mem, const struct kvm_sregs *s, uint16_t sel,
+                    struct kvm_segment *seg, const char **why)
+{
+    struct kvm_regs r = { 0 };
+    struct kvm_sregs cs = *s;
+    struct ctx c = { mem, &r, &cs, { 0 }, why, false };
+    cpu_paging(s, &c.pg);
+    uint8_t d[8];
+    if (descriptor(&c, sel, d) < 0)
+        return -1;
+    load_segment(seg, sel, d, s->efer & EFER_LMA);
+    seg->type |= 1;     /* accessed: the CPU sets it as it loads the register */
+    return 0;
 }
 
 int deliver_syscall(struct kvm_regs *r, struct kvm_sregs *s, const struct deliver_syscall_msrs *m,

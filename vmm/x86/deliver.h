@@ -86,5 +86,15 @@ struct deliver_before {
  * where PUSHF and SYSCALL copied it.  That handler ran unseen.
  */
 bool deliver_seen(const struct gmem *mem, const struct deliver_before *b);
+/*
+ * The same frame, and TF cleared in it: an event the CPU delivered while
+ * the monitor had set TF (kvm_pvm's user-mode steps, trace/ustep.c), so
+ * that the handler's IRET does not bring the monitor's TF back.
+ */
+bool deliver_untrap(const struct gmem *mem, const struct deliver_before *b);
+
+/* The segment register a GDT selector loads, as KVM holds it.  0, or -1 with *why. */
+int deliver_segment(const struct gmem *mem, const struct kvm_sregs *s, uint16_t sel,
+                    struct kvm_segment *seg, const char **why);
 
 #endif

@@ -184,3 +184,30 @@ Test(deliver, syscall_refused_without_sce_or_outside_64_bit_mode)
     cr_assert_str_eq(why, "SYSCALL outside 64-bit mode is not modelled");
     cr_assert_eq(regs.rip, 0x10000, "nothing changed");
 }
+
+Test(deliver, untrap_clears_the_monitors_tf_in_a_frame_from_user_mode)
+{
+    to_user();
+    regs.rip = 0x10000;
+    /* The CPU's frame on RSP0 (0x90000) after an exception from CPL3 with TF set. */
+    uint64_t f = 0x90000 - 40;
+    vbts_put64(gmem_ptr(&mem, f, 8), 0x10000);
+    vbts_put64(gmem_ptr(&mem, f + 8, 8), 0x23);
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x302);
+    struct deliver_before b = { &regs, &sregs, 0x10003 };
+    cr_assert(deliver_seen(&mem, &b));
+    cr_assert(deliver_untrap(&mem, &b));
+    cr_assert_eq(vbts_le64(gmem_ptr(&mem, f + 16, 8)), 0x202, "TF cleared, IF kept");
+    cr_assert_not(deliver_seen(&mem, &b), "no frame with TF left");
+}
+
+Test(deliver, segment_from_the_gdt)
+{
+    struct kvm_segment s;
+    const char *why;
+    cr_assert_eq(deliver_segment(&mem, &sregs, 0x23, &s, &why), 0);
+    cr_assert(s.l && s.dpl == 3 && s.type == 0xb && s.present && s.selector == 0x23);
+    cr_assert_eq(deliver_segment(&mem, &sregs, 0x1b, &s, &why), 0);
+    cr_assert(!s.l && s.dpl == 3 && s.type == 3);
+    cr_assert_eq(deliver_segment(&mem, &sregs, 0x40, &s, &why), -1, "outside the GDT");
+}

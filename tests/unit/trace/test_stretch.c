@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/* Stretches of the branch engine: how far they go, what they watch, and branches taken in software. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../x86/machine.h"
+#include "trace/stretch.h"
+#include "vbts/format.h"
+
+TestSuite(stretch, .init = machine_setup, .fini = machine_teardown);
+
+static struct stretch s;
+
+/* One 64-bit gate per exception a stretch of ours may raise: #DE, #SS, #GP, #PF. */
+static void gates(void)
+{
+    gate64(0, 0x30000, 0x08, 0xe, 0, 0);
+    gate64(12, 0x31000, 0x08, 0xe, 0, 0);
+    gate64(13, 0x32000, 0x08, 0xe, 0, 0);
+    gate64(14, 0x33000, 0x08, 0xe, 0, 0);
+}
+
+Test(stretch, follows_direct_calls_and_jumps_to_the_first_unknown_branch)
+{
+    /* 0x10000: nop; call 0x10010 ... 0x10010: add eax,1; jmp 0x10020 ... 0x10020: ret */
+    static const uint8_t a[] = { 0x90, 0xe8, 0x0a, 0x00, 0x00, 0x00 };
+    static const uint8_t b[] = { 0x83, 0xc0, 0x01, 0xeb, 0x0b };
+    code(a, sizeof(a));
+    memcpy(gmem_ptr(&mem, 0x10010, sizeof(b)), b, sizeof(b));
+    *(uint8_t *)gmem_ptr(&mem, 0x10020, 1) = 0xc3;
+    gates();
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.nins, 4);
+    cr_assert_eq(s.end, 0x10020, "ends at the ret");
+    cr_assert_eq(s.nrec, 2);
+    cr_assert_eq(s.rec[0].from, 0x10001);
+    cr_assert_eq(s.rec[0].to, 0x10010);
+    cr_assert_eq(s.rec[0].kind, VBTS_KIND_CALL);
+    cr_assert_eq(s.rec[1].from, 0x10013);
+    cr_assert_eq(s.rec[1].to, 0x10020);
+    cr_assert_eq(s.rec[1].kind, VBTS_KIND_JMP);
+    cr_assert_eq(s.recs_before[3], 1, "the jmp comes after one record");
+    /* The call's push may raise #PF or #SS: their handlers are watched. */
+    cr_assert_eq(s.nh, 2);
+    cr_assert_eq(s.handler[0], 0x31000);
+    cr_assert_eq(s.vectors[0], 1u << 12);
+    cr_assert_eq(s.handler[1], 0x33000);
+}
+
+Test(stretch, a_conditional_branch_or_a_mode_change_ends_it)
+{
+    static const uint8_t a[] = { 0x31, 0xc0, 0x75, 0x00, 0xf4 };  /* xor eax,eax; jnz; hlt */
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.nins, 1);
+    cr_assert_eq(s.end, 0x10002);
+    cr_assert_eq(s.nh, 0, "no memory access, nothing to watch");
+    regs.rip = 0x10004;
+    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "hlt is stepped");
+}
+
+Test(stretch, too_many_handlers_end_it_earlier)
+{
+    /* mov eax,[rbx]; div ecx; nop: #PF/#GP, then #DE, with room for two handlers. */
+    static const uint8_t a[] = { 0x8b, 0x03, 0xf7, 0xf1, 0x90, 0x75, 0x00 };
+    code(a, sizeof(a));
+    gates();
+    cr_assert(stretch_plan(&view, 2, NULL, &s));
+    cr_assert_eq(s.nins, 1);
+    cr_assert_eq(s.end, 0x10002, "the div needs a third handler");
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10005);
+    cr_assert_eq(s.nh, 3);
+}
+
+Test(stretch, a_vector_without_a_gate_is_not_run_unwatched)
+{
+    static const uint8_t a[] = { 0x90, 0x8b, 0x03, 0x75, 0x00 };   /* nop; mov eax,[rbx]; jnz */
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 3, NULL, &s), "no IDT gates at all");
+    cr_assert_eq(s.end, 0x10001, "ends before the load");
+    regs.rip = 0x10001;
+    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "the load is stepped");
+}
+
+Test(stretch, a_loop_of_direct_jumps_ends_before_it_comes_back)
+{
+    static const uint8_t a[] = { 0x90, 0xeb, 0xfd };               /* L: nop; jmp L */
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.nins, 1);
+    cr_assert_eq(s.end, 0x10001, "a breakpoint at RIP would fire before it runs");
+    regs.rip = 0x10001;
+    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "the jmp is taken, not run");
+}
+
+Test(stretch, the_stop_trigger_and_handlers_on_the_way_end_it)
+{
+    static const uint8_t a[] = { 0x90, 0x90, 0x90, 0x8b, 0x03, 0x75, 0x00 };
+    code(a, sizeof(a));
+    uint64_t stop = 0x10002;
+    cr_assert(stretch_plan(&view, 3, &stop, &s));
+    cr_assert_eq(s.end, 0x10002);
+    gates();
+    gate64(14, 0x10001, 0x08, 0xe, 0, 0);
+    gate64(13, 0x10001, 0x08, 0xe, 0, 0);
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10001, "the #PF handler starts on the way");
+}
+
+Test(stretch, user_mode_and_the_guests_own_tf_are_stepped)
+{
+    static const uint8_t a[] = { 0x90, 0x75, 0x00 };
+    code(a, sizeof(a));
+    regs.rflags |= RFLAGS_TF;
+    cr_assert_not(stretch_plan(&view, 3, NULL, &s));
+    regs.rflags &= ~(uint64_t)RFLAGS_TF;
+    to_user();
+    cr_assert_not(stretch_plan(&view, 3, NULL, &s));
+}
+
+static struct branch_pred pred(void)
+{
+    struct branch_pred p;
+    const char *why;
+    cr_assert_eq(branch_predict(&view, &p, &why), 0);
+    return p;
+}
+
+Test(stretch, a_call_is_taken_with_its_push_and_the_dirty_bit)
+{
+    static const uint8_t a[] = { 0xe8, 0x0b, 0x00, 0x00, 0x00 };   /* call 0x10010 */
+    code(a, sizeof(a));
+    struct branch_pred p = pred();
+    struct kvm_regs r = regs;
+    cr_assert(stretch_take(&view, &p, &r));
+    cr_assert_eq(r.rip, 0x10010);
+    cr_assert_eq(r.rsp, 0x50000);
+    cr_assert_eq(vbts_le64(gmem_ptr(&mem, 0x50000, 8)), 0x10005);
+    cr_assert(vbts_le64(gmem_ptr(&mem, 0x4000 + 8 * 0x50, 8)) & 0x40, "PTE dirty");
+    /* And the ret back, with its immediate. */
+    regs = r;
+    static const uint8_t ret[] = { 0xc2, 0x08, 0x00 };               /* ret 8 */
+    code(ret, sizeof(ret));
+    p = pred();
+    cr_assert(stretch_take(&view, &p, &r));
+    cr_assert_eq(r.rip, 0x10005);
+    cr_assert_eq(r.rsp, 0x50010);
+}
+
+Test(stretch, what_may_fault_or_is_not_a_near_branch_runs_on_the_vcpu)
+{
+    static const uint8_t a[] = { 0xff, 0xe0 };                     /* jmp rax */
+    code(a, sizeof(a));
+    regs.rax = 0x8000000000000000ull;                              /* non-canonical: #GP */
+    struct branch_pred p = pred();
+    struct kvm_regs r = regs;
+    cr_assert_not(stretch_take(&view, &p, &r));
+    cr_assert_eq(memcmp(&r, &regs, sizeof(r)), 0, "nothing changed");
+    regs.rax = 0x10100;
+    p = pred();
+    cr_assert(stretch_take(&view, &p, &r));
+    cr_assert_eq(r.rip, 0x10100);
+    static const uint8_t loop[] = { 0xe2, 0xfe };                  /* loop $ changes RCX */
+    code(loop, sizeof(loop));
+    regs.rcx = 5;
+    p = pred();
+    cr_assert_not(stretch_take(&view, &p, &r));
+    static const uint8_t iret[] = { 0x48, 0xcf };
+    code(iret, sizeof(iret));
+    p = pred();
+    cr_assert_not(stretch_take(&view, &p, &r));
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The branch engine on a vCPU.  At each stop (the vCPU stands at an
+ * instruction, its registers known), the near branches there are taken in
+ * software and recorded; then a stretch runs to the next branch whose
+ * outcome needs the registers, under a breakpoint at its end and one on
+ * each handler of an exception it may raise, with interrupts held back
+ * (KVM_GUESTDBG_BLOCKIRQ).  What a stretch cannot run is single-stepped
+ * by the step engine, which also lets pending interrupts in, at least
+ * every LEAP_LET_IN_NS while the guest can take them.
+ */
+#include "trace/leap.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "core/clock.h"
+#include "guest_bts/guest_bts.h"
+#include "trace/attrib.h"
+#include "trace/engine.h"
+#include "trace/step.h"
+#include "trace/stretch.h"
+#include "trace/ustep.h"
+#include "trace/window.h"
+#include "x86/arch.h"
+#include "x86/debug.h"
+#include "x86/deliver.h"
+
+/* Interrupts wait at most this long for a step that lets them in (a busy CPU's latency). */
+#define LEAP_LET_IN_NS 1000000ull
+/* Branches taken in software in a row before the vCPU runs again. */
+#define LEAP_TAKE_MAX 64
+
+static int lost(struct trace_vcpu *t, const char *what, uint64_t rip)
+{
+    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                   "trace lost step synchronisation: %s at 0x%llx", what, (unsigned long long)rip);
+    return -1;
+}
+
+/* The step engine takes the instruction at RIP: one single-step, interrupts let in. */
+static int step_one(struct trace_vcpu *t)
+{
+    t->let_in_ns = clock_monotonic_ns();
+    return ustep_before_run(t);
+}
+
+/* Near branches at RIP, taken in software while they cannot fault: how many, or -1. */
+static int take_branches(struct trace_vcpu *t, const struct cpu_view *v)
+{
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    int n = 0;
+    while (n < LEAP_TAKE_MAX && t->stepping && t->pred_valid) {
+        struct branch_pred p = t->pred;
+        if (!stretch_take(v, &p, r))
+            break;
+        n++;
+        if (p.taken)
+            window_emit_branch(t, p.from, p.target, p.kind, p.cpl);
+        if (step_predict(t, false) < 0)
+            return -1;
+    }
+    /*
+     * KVM takes them from kvm_run at the next KVM_RUN (sync regs): an
+     * ioctl here would cost a vCPU load, as much as the exit itself.
+     */
+    if (n)
+        t->cpu->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+    return n;
+}
+
+static bool has(const uint64_t *a, int n, uint64_t x)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] == x)
+            return true;
+    return false;
+}
+
+/*
+ * The stretch's breakpoints: its end and handlers, and in the slots left
+ * those of earlier stretches that cannot fire on this one (not on it, not
+ * at RIP), so that a loop's stretches find KVM armed already and cost no
+ * KVM_SET_GUEST_DEBUG.
+ */
+static int arm(struct trace_vcpu *t, int slots, uint64_t rip)
+{
+    const struct stretch *s = &t->leap;
+    uint64_t want[DEBUG_MAX_BP];
+    int n = 0;
+    want[n++] = s->end;
+    for (int i = 0; i < s->nh; i++)
+        if (!has(want, n, s->handler[i]))
+            want[n++] = s->handler[i];
+    bool same = t->kvm_leap;
+    for (int i = 0; i < n && same; i++)
+        same = has(t->dr, t->ndr, want[i]);
+    for (int i = 0; i < t->ndr && same; i++)
+        same = t->dr[i] != rip && stretch_index(s, t->dr[i]) < 0;
+    if (same)
+        return 0;
+    for (int i = 0; i < t->ndr && n < slots; i++)
+        if (!has(want, n, t->dr[i]) && t->dr[i] != rip && stretch_index(s, t->dr[i]) < 0)
+            want[n++] = t->dr[i];
+    struct debug_want w = { .exclusive = true, .block_irq = arch_vm(t->cpu->vm)->irqchip, .nbp = n };
+    memcpy(w.bp, want, sizeof(want[0]) * (size_t)n);
+    memcpy(t->dr, want, sizeof(want));
+    t->ndr = n;
+    t->kvm_leap = true;
+    return debug_set(t->cpu, DEBUG_TRACE, &w);
+}
+
+/*
+ * After a step, kvm_pvm may have the vCPU halted: at a HLT, waiting for an
+ * interrupt, which a stretch would hold back; or left so by the host
+ * though it runs on (x86/hostcompat.c, after_stepping), which KVM would
+ * honour under a stretch's breakpoints as under no debugging at all.  The
+ * first is stepped until the interrupt comes; the second made runnable.
+ */
+static bool halted(struct trace_vcpu *t, const struct cpu_view *v)
+{
+    struct kvm_mp_state mp;
+    uint8_t b;
+    if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
+        return false;
+    if (cpu_read_linear(v, cpu_linear_ip(v->regs, v->sregs) - 1, &b, 1) == 0 && b == 0xf4)
+        return true;
+    mp.mp_state = KVM_MP_STATE_RUNNABLE;
+    ioctl(t->cpu->fd, KVM_SET_MP_STATE, &mp);
+    return false;
+}
+
+static bool let_in_due(const struct trace_vcpu *t, const struct cpu_view *v)
+{
+    return arch_vm(t->cpu->vm)->irqchip && (v->regs->rflags & RFLAGS_IF) &&
+           clock_monotonic_ns() - t->let_in_ns >= LEAP_LET_IN_NS;
+}
+
+int leap_before_run(struct trace_vcpu *t)
+{
+    if (t->leaping)
+        return 0;       /* the stretch in flight was interrupted by another exit */
+    struct cpu_view v;
+    trace_view(t, &v);
+    int others = debug_bps_of_others(t->cpu, DEBUG_TRACE);
+    bool free = t->pred_valid && !t->recording && !t->passing && t->event_vector < 0 &&
+                !guest_bts_on(t->tr->gbts, t->cpu) && others < DEBUG_MAX_BP - 1 &&
+                !(!t->kvm_leap && arch_vm(t->cpu->vm)->irqchip && halted(t, &v));
+    if (free && take_branches(t, &v) < 0)
+        return -1;
+    if (!t->stepping)
+        return 0;       /* a record closed the window: the vCPU runs on untraced */
+    const struct trace_config *c = t->tr->cfg;
+    bool stop = t->tracing && c->have_stop;
+    if (!free || !t->pred_valid || t->pred.kind != VBTS_KIND_UNKNOWN || let_in_due(t, &v) ||
+        !stretch_plan(&v, DEBUG_MAX_BP - 1 - others, stop ? &c->stop : NULL, &t->leap))
+        return step_one(t);
+    t->leaping = true;
+    return arm(t, DEBUG_MAX_BP - others, cpu_linear_ip(v.regs, v.sregs));
+}
+
+static void emit_upto(struct trace_vcpu *t, unsigned nrec)
+{
+    const struct stretch *s = &t->leap;
+    for (unsigned i = 0; i < nrec && i < s->nrec; i++)
+        window_emit_branch(t, s->rec[i].from, s->rec[i].to, s->rec[i].kind, s->cpl);
+}
+
+/*
+ * An exception of the stretch reached handler h: the frame's return
+ * address is the instruction that raised it, which lies on the stretch
+ * (a fault returns to its instruction).  Its vector, where the handler
+ * serves several, is the one whose frame layout puts such an address there.
+ */
+static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
+{
+    const struct stretch *s = &t->leap;
+    unsigned w = cpu_mode(v->sregs) == MODE_LONG64 ? 8 : 4;
+    uint64_t sp = cpu_stack_base(v->sregs) + v->regs->rsp;
+    int idx = -1, vector = -1;
+    for (unsigned vec = 0; vec < 32; vec++) {
+        uint64_t ip = 0;
+        if (!(s->vectors[h] & (1u << vec)) ||
+            cpu_read_linear(v, sp + (deliver_has_error_code(vec) ? w : 0), &ip, w) < 0)
+            continue;
+        int i = stretch_index(s, s->cs_base + ip);
+        if (i >= 0 && idx >= 0 && i != idx)
+            return lost(t, "an exception's frame fits two instructions of the stretch", s->handler[h]);
+        if (i >= 0) {
+            idx = i;
+            vector = (int)vec;
+        }
+    }
+    if (idx < 0)
+        return lost(t, "an exception's handler was reached from outside the stretch", s->handler[h]);
+    emit_upto(t, s->recs_before[idx]);
+    window_emit_branch(t, s->ins[idx], s->handler[h], attrib_kind(VBTS_KIND_EXCEPTION, vector),
+                       s->cpl);
+    return 0;
+}
+
+enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    t->leaping = false;
+    t->leaps++;
+    int r;
+    int h = 0;
+    while (h < t->leap.nh && t->leap.handler[h] != rip)
+        h++;
+    /* Slots may hold earlier stretches' breakpoints: the address says whose. */
+    if (hits && rip == t->leap.end) {
+        emit_upto(t, t->leap.nrec);
+        r = 0;
+    } else if (hits && h < t->leap.nh) {
+        r = exception(t, &v, h);
+    } else if (hits) {
+        r = lost(t, "a breakpoint not the stretch's", rip);
+    } else {
+        r = lost(t, "a single-step exit in a stretch", rip);
+    }
+    if (r == 0 && t->stepping)
+        step_predict(t, false);
+    return VCPU_EXIT_DONE;
+}
+
+void leap_abandon(struct trace_vcpu *t)
+{
+    if (!t->leaping)
+        return;
+    leap_flush(t);
+    if (step_predict(t, false) == 0 && t->stepping)
+        step_one(t);
+}
+
+void leap_flush(struct trace_vcpu *t)
+{
+    if (!t->leaping)
+        return;
+    t->leaping = false;
+    struct cpu_view v;
+    trace_view(t, &v);
+    int i = stretch_index(&t->leap, cpu_linear_ip(v.regs, v.sregs));
+    if (i >= 0)
+        emit_upto(t, t->leap.recs_before[i]);
+}

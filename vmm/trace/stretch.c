@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace/stretch.h"
+
+#include <string.h>
+
+#include "vbts/format.h"
+#include "x86/fault.h"
+
+#define STRETCH_CUT UINT32_MAX
+#define CR4_CET (1ull << 23)
+#define CR4_LA57 (1ull << 12)
+
+/*
+ * Instructions a stretch does not run: they change mode, privilege,
+ * paging, descriptor tables or the interrupt flag's effect, do I/O the
+ * monitor completes, or raise exceptions without fail.  Each is
+ * single-stepped, where the step engine reads what it did.
+ */
+static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_IN: case ZYDIS_MNEMONIC_INSB:
+    case ZYDIS_MNEMONIC_INSW: case ZYDIS_MNEMONIC_INSD: case ZYDIS_MNEMONIC_OUT:
+    case ZYDIS_MNEMONIC_OUTSB: case ZYDIS_MNEMONIC_OUTSW: case ZYDIS_MNEMONIC_OUTSD:
+    case ZYDIS_MNEMONIC_STI: case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD:
+    case ZYDIS_MNEMONIC_POPFQ: case ZYDIS_MNEMONIC_LGDT: case ZYDIS_MNEMONIC_LIDT:
+    case ZYDIS_MNEMONIC_LLDT: case ZYDIS_MNEMONIC_LTR: case ZYDIS_MNEMONIC_LMSW:
+    case ZYDIS_MNEMONIC_CLTS: case ZYDIS_MNEMONIC_INVLPG: case ZYDIS_MNEMONIC_INVPCID:
+    case ZYDIS_MNEMONIC_WRMSR: case ZYDIS_MNEMONIC_RDMSR: case ZYDIS_MNEMONIC_XSETBV:
+    case ZYDIS_MNEMONIC_WBINVD: case ZYDIS_MNEMONIC_INVD: case ZYDIS_MNEMONIC_MONITOR:
+    case ZYDIS_MNEMONIC_MWAIT: case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1:
+    case ZYDIS_MNEMONIC_UD2: case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1:
+    case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO: case ZYDIS_MNEMONIC_SYSCALL:
+    case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSENTER: case ZYDIS_MNEMONIC_SYSEXIT:
+    case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+    case ZYDIS_MNEMONIC_RSM: case ZYDIS_MNEMONIC_LSS: case ZYDIS_MNEMONIC_LFS:
+    case ZYDIS_MNEMONIC_LGS: case ZYDIS_MNEMONIC_LDS: case ZYDIS_MNEMONIC_LES:
+    case ZYDIS_MNEMONIC_VMCALL: case ZYDIS_MNEMONIC_VMMCALL: case ZYDIS_MNEMONIC_BOUND:
+    case ZYDIS_MNEMONIC_XBEGIN: case ZYDIS_MNEMONIC_XABORT: case ZYDIS_MNEMONIC_XEND:
+    case ZYDIS_MNEMONIC_FXSAVE: case ZYDIS_MNEMONIC_FXSAVE64: case ZYDIS_MNEMONIC_FXRSTOR:
+    case ZYDIS_MNEMONIC_FXRSTOR64: case ZYDIS_MNEMONIC_XSAVE: case ZYDIS_MNEMONIC_XSAVE64:
+    case ZYDIS_MNEMONIC_XSAVEC: case ZYDIS_MNEMONIC_XSAVEC64: case ZYDIS_MNEMONIC_XSAVEOPT:
+    case ZYDIS_MNEMONIC_XSAVEOPT64: case ZYDIS_MNEMONIC_XSAVES: case ZYDIS_MNEMONIC_XSAVES64:
+    case ZYDIS_MNEMONIC_XRSTOR: case ZYDIS_MNEMONIC_XRSTOR64: case ZYDIS_MNEMONIC_XRSTORS:
+    case ZYDIS_MNEMONIC_XRSTORS64: case ZYDIS_MNEMONIC_FWAIT: case ZYDIS_MNEMONIC_EMMS:
+    case ZYDIS_MNEMONIC_LDMXCSR: case ZYDIS_MNEMONIC_STMXCSR: case ZYDIS_MNEMONIC_VZEROUPPER:
+    case ZYDIS_MNEMONIC_VZEROALL: case ZYDIS_MNEMONIC_FNINIT: case ZYDIS_MNEMONIC_SWAPGS:
+        return true;
+    default:
+        break;
+    }
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER)
+            continue;
+        switch (ZydisRegisterGetClass(ops[i].reg.value)) {
+        /* #NM, #MF, #XM hang on FPU state the monitor does not read. */
+        case ZYDIS_REGCLASS_X87: case ZYDIS_REGCLASS_MMX: case ZYDIS_REGCLASS_XMM:
+        case ZYDIS_REGCLASS_YMM: case ZYDIS_REGCLASS_ZMM: case ZYDIS_REGCLASS_MASK:
+        case ZYDIS_REGCLASS_BOUND: case ZYDIS_REGCLASS_CONTROL: case ZYDIS_REGCLASS_DEBUG:
+            return true;
+        case ZYDIS_REGCLASS_SEGMENT:
+            if (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)
+                return true;
+            break;
+        default:
+            break;
+        }
+    }
+    return false;
+}
+
+/*
+ * The exceptions an instruction that is not cut can raise, a bit per
+ * vector: #PF from any memory access under paging, #GP from a
+ * non-canonical or out-of-limit address (#SS for the stack segment's),
+ * #DE from a division.  #UD, #NM, #MF, #XM and #AC come from instructions
+ * cut above or from user mode, which stretches do not run.
+ */
+static uint32_t raises(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops)
+{
+    if (cuts(in, ops))
+        return STRETCH_CUT;
+    uint32_t m = 0;
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        const ZydisDecodedOperand *o = &ops[i];
+        if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN ||
+            in->mnemonic == ZYDIS_MNEMONIC_NOP || in->meta.category == ZYDIS_CATEGORY_PREFETCH)
+            continue;
+        if (v->sregs->cr0 & 0x80000000u)
+            m |= 1u << 14;
+        m |= 1u << (o->mem.segment == ZYDIS_REGISTER_SS ? 12 : 13);
+    }
+    if (in->mnemonic == ZYDIS_MNEMONIC_DIV || in->mnemonic == ZYDIS_MNEMONIC_IDIV)
+        m |= 1u;
+    return m;
+}
+
+int stretch_index(const struct stretch *s, uint64_t lin)
+{
+    for (unsigned i = 0; i < s->nins; i++)
+        if (s->ins[i] == lin)
+            return (int)i;
+    return -1;
+}
+
+/* The handlers the vectors in `m` go to, merged into s; false if one has none or they are too many. */
+static bool watch(const struct cpu_view *v, uint32_t m, int max, struct stretch *s)
+{
+    for (unsigned vec = 0; vec < 32; vec++) {
+        if (!(m & (1u << vec)))
+            continue;
+        bool seen = false;
+        for (int i = 0; i < s->nh && !seen; i++)
+            seen = s->vectors[i] & (1u << vec);
+        if (seen)
+            continue;
+        uint64_t h;
+        if (cpu_idt_handler(v, vec, &h) < 0)
+            return false;
+        int i = 0;
+        while (i < s->nh && s->handler[i] != h)
+            i++;
+        if (i == s->nh) {
+            if (s->nh == max)
+                return false;
+            s->handler[s->nh++] = h;
+        }
+        s->vectors[i] |= 1u << vec;
+    }
+    return true;
+}
+
+/* Add the instruction at lin if it fits; false: the stretch ends before it. */
+static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64_t *stop,
+                   struct stretch *s, uint64_t *next)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    struct branch_pred p;
+    const char *why;
+    if (s->nins == STRETCH_MAX_INSNS || (stop && lin == *stop) || stretch_index(s, lin) >= 0 ||
+        cpu_decode(v, lin, &in, ops, &why) < 0 || branch_predict_at(v, lin, &p, &why) < 0)
+        return false;
+    /* A branch to start with is the caller's to take; others are followed if direct. */
+    if (p.kind != VBTS_KIND_UNKNOWN &&
+        (s->nins == 0 || !((p.kind == VBTS_KIND_JMP || p.kind == VBTS_KIND_CALL) && p.target_known)))
+        return false;
+    uint32_t m = raises(v, &in, ops);
+    int nh = s->nh;
+    uint32_t vectors[STRETCH_MAX_HANDLERS];
+    memcpy(vectors, s->vectors, sizeof(vectors));
+    if (m == STRETCH_CUT || !watch(v, m, max, s)) {
+        s->nh = nh;
+        memcpy(s->vectors, vectors, sizeof(vectors));
+        return false;
+    }
+    s->ins[s->nins] = lin;
+    s->recs_before[s->nins++] = (uint8_t)s->nrec;
+    if (p.kind != VBTS_KIND_UNKNOWN) {
+        s->rec[s->nrec++] = (struct stretch_rec){ lin, p.target, p.kind };
+        *next = p.target;
+    } else {
+        *next = lin + p.len;
+    }
+    return true;
+}
+
+/*
+ * Where the stretch must end earlier: before an instruction it comes back
+ * to, or a handler's entry (a breakpoint there fires on arrival), and
+ * before its end if a handler begins there.  0: nowhere; -1: it cannot.
+ */
+static int conflict(const struct stretch *s)
+{
+    unsigned cut = s->nins;
+    int k = stretch_index(s, s->end);
+    if (k >= 0)
+        cut = k ? (unsigned)k : 1;
+    for (int i = 0; i < s->nh; i++) {
+        int j = stretch_index(s, s->handler[i]);
+        if (j == 0)
+            return -1;
+        if (j > 0 && (unsigned)j < cut)
+            cut = (unsigned)j;
+        if (s->handler[i] == s->end && s->nins - 1 < cut)
+            cut = s->nins - 1;
+    }
+    if (cut == s->nins && k < 0)
+        return 0;
+    return cut == 0 || cut >= s->nins ? -1 : (int)cut;
+}
+
+bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *stop, struct stretch *out)
+{
+    uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
+    if (max_handlers > STRETCH_MAX_HANDLERS)
+        max_handlers = STRETCH_MAX_HANDLERS;
+    /* User mode: #AC, and hosts whose breakpoints do not fire there.  The guest's own TF. */
+    if (cpu_cpl(v->sregs) == 3 || (v->regs->rflags & RFLAGS_TF))
+        return false;
+    unsigned limit = STRETCH_MAX_INSNS;
+    for (;;) {
+        memset(out, 0, sizeof(*out));
+        out->cpl = cpu_cpl(v->sregs);
+        out->cs_base = cpu_code_base(v->sregs);
+        uint64_t next = lin;
+        while (out->nins < limit && extend(v, next, max_handlers, stop, out, &next))
+            ;
+        if (out->nins == 0)
+            return false;
+        out->end = next;
+        int cut = conflict(out);
+        if (cut <= 0)
+            return cut == 0;
+        limit = (unsigned)cut;
+    }
+}
+
+/* Width-masked stack pointer arithmetic, as the CPU does it in this mode. */
+static uint64_t sp_add(const struct kvm_sregs *sr, uint64_t sp, int64_t d)
+{
+    uint64_t r = sp + (uint64_t)d;
+    return cpu_stack_width(sr) == 64 ? r : (uint32_t)r;
+}
+
+/* The accessed (and dirty) bits the CPU sets for an access it made, a page at a time. */
+static bool mark(const struct cpu_view *v, uint64_t lin, unsigned len, bool write, uint64_t *gpa)
+{
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    if ((lin & 0xfff) + len > 0x1000)
+        return false;   /* across a page: left to the CPU */
+    return gmem_walk_mark(v->mem, &pg, lin, write, gpa) == GMEM_OK &&
+           gmem_contains(v->mem, *gpa, len);
+}
+
+bool stretch_take(const struct cpu_view *v, const struct branch_pred *p, struct kvm_regs *r)
+{
+    const struct kvm_sregs *sr = v->sregs;
+    enum cpu_mode mode = cpu_mode(sr);
+    switch (p->kind) {
+    case VBTS_KIND_JCC: case VBTS_KIND_JMP: case VBTS_KIND_JMP_IND:
+    case VBTS_KIND_CALL: case VBTS_KIND_CALL_IND: case VBTS_KIND_RET:
+        break;
+    default:
+        return false;
+    }
+    if ((p->taken && !p->target_known) || (r->rflags & RFLAGS_TF) || (sr->cr4 & CR4_CET) ||
+        (mode != MODE_LONG64 && mode != MODE_PROT32 && mode != MODE_COMPAT32))
+        return false;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    struct delivery d;
+    const char *why;
+    uint64_t gpa;
+    if (cpu_decode(v, p->from, &in, ops, &why) < 0 || in.mnemonic == ZYDIS_MNEMONIC_LOOP ||
+        in.mnemonic == ZYDIS_MNEMONIC_LOOPE || in.mnemonic == ZYDIS_MNEMONIC_LOOPNE ||
+        fault_predict(v, &in, ops, &d) != FAULT_NONE || !mark(v, p->from, in.length, false, &gpa))
+        return false;
+    unsigned w = cpu_stack_width(sr) / 8;
+    uint64_t cs_base = cpu_code_base(sr), ss_base = cpu_stack_base(sr);
+    if ((p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_CALL_IND || p->kind == VBTS_KIND_RET) &&
+        in.operand_width != w * 8)
+        return false;
+    /* A target outside the code segment (non-canonical in 64-bit mode) is a #GP at the branch. */
+    uint64_t ip = p->taken ? p->target - cs_base : 0;
+    int va = (sr->cr4 & CR4_LA57) ? 7 : 16;
+    if (mode == MODE_LONG64 ? (uint64_t)((int64_t)(ip << va) >> va) != ip : ip > sr->cs.limit)
+        return false;
+    for (unsigned i = 0; i < in.operand_count_visible; i++) {
+        uint64_t ea;
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM &&
+            (cpu_operand_address(v, &in, &ops[i], &ea) < 0 || !mark(v, ea, in.operand_width / 8, false, &gpa)))
+            return false;
+    }
+    uint64_t sp = r->rsp, ret = p->from + p->len - cs_base;
+    if (p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_CALL_IND) {
+        sp = sp_add(sr, sp, -(int64_t)w);
+        if (!mark(v, ss_base + sp, w, true, &gpa))
+            return false;
+        memcpy(gmem_ptr(v->mem, gpa, w), &ret, w);
+    } else if (p->kind == VBTS_KIND_RET) {
+        uint64_t imm = in.operand_count_visible && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE
+                       ? ops[0].imm.value.u : 0;
+        if (!mark(v, ss_base + sp, w, false, &gpa))
+            return false;
+        sp = sp_add(sr, sp, (int64_t)(w + imm));
+    }
+    r->rsp = sp;
+    r->rip = (p->taken ? p->target : p->from + p->len) - cs_base;
+    if (mode != MODE_LONG64)
+        r->rip = (uint32_t)r->rip;
+    return true;
+}

@@ -13,12 +13,8 @@
 %include "longmode.inc"
 %include "idt64.inc"
 %include "exit.inc"
+%include "usermode.inc"
 
-SEL_KCODE64     equ 0x18
-SEL_UDATA       equ 0x20 | 3
-SEL_UCODE64     equ 0x28 | 3
-SEL_TSS         equ 0x30
-PTE_U           equ 1 << 2
 MSR_STAR        equ 0xc0000081
 MSR_LSTAR       equ 0xc0000082
 MSR_FMASK       equ 0xc0000084
@@ -35,43 +31,12 @@ UNMAPPED_ADDR   equ MAPPED_LIMIT + 0x1000
 section .text
 bits 64
 main64:
-        lgdt [ugdt_desc]
-        ; TSS descriptor: base = tss, limit 0x67, type 9 (available 64-bit TSS)
-        mov rax, tss
-        mov rdx, rax
-        and edx, 0xffff
-        shl rdx, 16
-        or rdx, 0x67
-        mov rcx, rax
-        shr rcx, 16
-        and ecx, 0xff
-        shl rcx, 32
-        or rdx, rcx
-        mov rcx, 0x89
-        shl rcx, 40
-        or rdx, rcx
-        mov rcx, rax
-        shr rcx, 24
-        and ecx, 0xff
-        shl rcx, 56
-        or rdx, rcx
-        mov [ugdt + SEL_TSS], rdx
-        shr rax, 32
-        mov [ugdt + SEL_TSS + 8], rax
-        mov rax, stack_top
-        mov [tss + 4], rax              ; RSP0: the kernel's stack from user mode
-        mov ax, SEL_TSS
-        ltr ax
-        ; CPL3 may use the first 2 MiB: the U bit on every level of the map.
+        USERMODE_GDT_TSS
+        ; CPL3 may use the first 2 MiB: the U bit on every level of the map,
+        ; the last a 2 MiB page in place of pt0's 4 KiB ones.
         or qword [pml4], PTE_U
         or qword [pdpt], PTE_U
-        or qword [pd], PTE_U
-        xor ecx, ecx
-.user:  or qword [pt0 + rcx * 8], PTE_U
-        inc ecx
-        cmp ecx, 512
-.user_j:
-        jne .user                       ; @bts -> .user x511
+        mov qword [pd], PTE_P | PTE_W | PTE_U | PTE_PS
         mov rax, cr3
         mov cr3, rax
         IDT64_SET 1, db_handler
@@ -142,25 +107,4 @@ db_handler:
 kfail:  DEBUG_EXIT 0x7f
 
 section .data
-        align 16, db 0
-ugdt:
-        dq 0                            ; 0x00
-        dq 0x00cf9a000000ffff           ; 0x08 code32
-        dq 0x00cf92000000ffff           ; 0x10 data
-        dq 0x00af9a000000ffff           ; 0x18 code64 (CPL0)
-        dq 0x00cff2000000ffff           ; 0x20 data, DPL3
-        dq 0x00affa000000ffff           ; 0x28 code64, DPL3
-        dq 0, 0                         ; 0x30 TSS, filled in at run time
-ugdt_end:
-        align 4, db 0
-        dw 0
-ugdt_desc:
-        dw ugdt_end - ugdt - 1
-        dq ugdt
-        align 16, db 0
-tss:
-        times 0x68 db 0
-        align 16, db 0
-user_stack:
-        times 512 db 0
-user_stack_top:
+        USERMODE_DATA

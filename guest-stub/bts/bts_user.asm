@@ -13,43 +13,13 @@
 %include "idt64.inc"
 %include "exit.inc"
 %include "bts.inc"
-
-SEL_UDATA       equ 0x20 | 3
-SEL_UCODE64     equ 0x28 | 3
-SEL_TSS         equ 0x30
-PTE_U           equ 1 << 2
+%include "usermode.inc"
 
 section .text
 bits 64
 main64:
         xor r14d, r14d
-        lgdt [ugdt_desc]
-        ; TSS descriptor: base = tss, limit 0x67, type 9 (available 64-bit TSS)
-        mov rax, tss
-        mov rdx, rax
-        and edx, 0xffff
-        shl rdx, 16
-        or rdx, 0x67
-        mov rcx, rax
-        shr rcx, 16
-        and ecx, 0xff
-        shl rcx, 32
-        or rdx, rcx
-        mov rcx, 0x89
-        shl rcx, 40
-        or rdx, rcx
-        mov rcx, rax
-        shr rcx, 24
-        and ecx, 0xff
-        shl rcx, 56
-        or rdx, rcx
-        mov [ugdt + SEL_TSS], rdx
-        shr rax, 32
-        mov [ugdt + SEL_TSS + 8], rax
-        mov rax, stack_top
-        mov [tss + 4], rax              ; RSP0: the kernel stack for int 0x80
-        mov ax, SEL_TSS
-        ltr ax
+        USERMODE_GDT_TSS
         ; Let CPL3 reach the first 2 MiB: U bit on every level of the map.
         or qword [pml4], PTE_U
         or qword [pdpt], PTE_U
@@ -88,28 +58,7 @@ kernel_entry:
         DEBUG_EXIT 0                    ; @exit 0
 
 section .data
-        align 16, db 0
-ugdt:
-        dq 0                            ; 0x00
-        dq 0x00cf9a000000ffff           ; 0x08 code32
-        dq 0x00cf92000000ffff           ; 0x10 data
-        dq 0x00af9a000000ffff           ; 0x18 code64 (CPL0)
-        dq 0x00cff2000000ffff           ; 0x20 data, DPL3
-        dq 0x00affa000000ffff           ; 0x28 code64, DPL3
-        dq 0, 0                         ; 0x30 TSS, filled in at run time
-ugdt_end:
-        align 4, db 0
-        dw 0
-ugdt_desc:
-        dw ugdt_end - ugdt - 1
-        dq ugdt
-        align 16, db 0
-tss:
-        times 0x68 db 0
-        align 16, db 0
-user_stack:
-        times 512 db 0
-user_stack_top:
+        USERMODE_DATA
         align 64, db 0
 ds_area:
         dq bts_buf, bts_buf, bts_buf + 4 * BTS_REC, bts_buf + 5 * BTS_REC

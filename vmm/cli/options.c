@@ -13,6 +13,15 @@
 #define MAX_CPUS    64               /* APIC IDs stay 8-bit; far beyond what this host runs */
 #define MAX_MEMORY (1ull << 40)      /* 1 TiB: beyond any guest this host can back */
 
+/* The index of `arg` among `names` (NULL-terminated), or -1. */
+static int choice(const char *arg, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(arg, names[i]))
+            return i;
+    return -1;
+}
+
 enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                               char *err, size_t errlen)
 {
@@ -98,17 +107,14 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             }
             break;
         case OPT_CPL:
-            if (!strcmp(optarg, "all"))
-                o->cpl = 0;
-            else if (!strcmp(optarg, "kernel"))
-                o->cpl = 1;
-            else if (!strcmp(optarg, "user"))
-                o->cpl = 2;
-            else {
+        {
+            static const char *const cpls[] = { "all", "kernel", "user", NULL };
+            if ((o->cpl = choice(optarg, cpls)) < 0) {
                 snprintf(err, errlen, "--cpl: '%s' is not kernel, user or all", optarg);
                 return OPT_ERROR;
             }
             break;
+        }
         case OPT_CR3:
             if (!strcmp(optarg, "start")) {
                 o->cr3_start = true;
@@ -120,15 +126,15 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             break;
         case OPT_VERIFY_FLOW: o->verify_flow = true; break;
         case OPT_ENGINE:
-            if (!strcmp(optarg, "step"))
-                o->engine = 0;
-            else if (!strcmp(optarg, "branch"))
-                o->engine = 1;
-            else {
+        {
+            /* enum trace_engine's order */
+            static const char *const engines[] = { "step", "branch", NULL };
+            if ((o->engine = choice(optarg, engines)) < 0) {
                 snprintf(err, errlen, "--engine: '%s' is not step or branch", optarg);
                 return OPT_ERROR;
             }
             break;
+        }
         case OPT_STOP_AFTER: o->stop_after_trace = true; break;
         case OPT_BUFFER_SIZE:
         case OPT_BUFFER_LIMIT:
@@ -147,17 +153,14 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
             break;
         }
         case OPT_OVERFLOW:
-            if (!strcmp(optarg, "block"))
-                o->overflow = 0;
-            else if (!strcmp(optarg, "wrap"))
-                o->overflow = 1;
-            else if (!strcmp(optarg, "drop"))
-                o->overflow = 2;
-            else {
+        {
+            static const char *const modes[] = { "block", "wrap", "drop", NULL };
+            if ((o->overflow = choice(optarg, modes)) < 0) {
                 snprintf(err, errlen, "--overflow: '%s' is not wrap, block or drop", optarg);
                 return OPT_ERROR;
             }
             break;
+        }
         case OPT_LINGER:
         {
             char *end;

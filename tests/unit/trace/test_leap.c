@@ -1,84 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The branch engine (leap.c) on the tiny multiboot guest (../tiny_guest.h),
- * where the host runs it: the step engine's records (test_trace.c), in
- * fewer exits.
+ * The branch engine (leap.c) on the tiny multiboot guest, where the host
+ * runs it: the step engine's records (test_trace.c), in fewer exits.
  */
-#include <criterion/criterion.h>
-#include <fcntl.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "core/vm.h"
-#include "devices/lapic.h"
-#include "export/sink.h"
-#include "machine/multiboot_vm.h"
-#include "trace/trace.h"
-#include "vbts/decode.h"
-#include "vbts/le.h"
-#include "x86/debug.h"
-#include "x86/kvm_x86.h"
-#include "../tiny_guest.h"
+#include "tiny_trace.h"
 
 Test(leap, the_branch_engine_gives_the_step_engines_records)
 {
     if (access("/dev/kvm", R_OK | W_OK) != 0)
         cr_skip_test("no usable /dev/kvm");
-    char path[] = "/tmp/vbts-test-leap.XXXXXX";
-    close(mkstemp(path));
-    struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config xc = { 0 };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &xc), 0, "%s", error_last());
-    cr_assert_eq(debug_install(&vm), 0);
-    struct trace_config tc;
-    struct trace_options to = { .trace = true };
-    cr_assert_eq(trace_config_build(&tc, &to), 0);
-    struct trace *tr = trace_install(&vm, &tc, NULL);
-    cr_assert_not_null(tr, "%s", error_last());
-    if (trace_set_engine(tr, TRACE_ENGINE_BRANCH) < 0)
+    int64_t exits = tiny_trace(TRACE_ENGINE_BRANCH);
+    if (exits < 0)
         cr_skip_test("%s", error_last());
-    cr_assert_str_eq(trace_engine_name(tr), "branch");
-    uint8_t img[TINY_GUEST_SIZE];
-    struct lapic_dev *a = multiboot_vm_setup(&vm, img, tiny_guest(img), "");
-    cr_assert_not_null(a, "%s", error_last());
-    const char *dests[] = { path };
-    struct sink_config sc = { .dests = dests, .ndests = 1, .buffer_size = 24 * 1024, .force = true };
-    struct sink *s = sink_open(&sc, 1);
-    cr_assert_not_null(s, "%s", error_last());
-    trace_set_sink(tr, s);
-    cr_assert_eq(vcpu_run_all(&vm), 1, "debug-exit 0: status 1 (%s)", vm.end_msg);
-    uint64_t branches, steps;
-    trace_totals(tr, &branches, &steps);
-    cr_assert_eq(branches, 3);
-    cr_assert_eq(steps, 1, "jmp, call, ret taken in software, a stretch to the out: one exit");
-    cr_assert_eq(sink_close(s), 0);
-
-    static const uint64_t want[3][2] = {
-        { 0x100020, 0x100022 }, { 0x100022, 0x10002c }, { 0x10002c, 0x100027 } };
-    int fd = open(path, O_RDONLY);
-    struct vbts_reader *r = vbts_reader_new(fd);
-    struct vbts_event ev;
-    int n = 0, markers = 0;
-    while (vbts_reader_next(r, &ev) == 1) {
-        if (ev.is_marker) {
-            markers++;
-            continue;
-        }
-        cr_assert_lt(n, 3);
-        cr_assert_eq(ev.rec.from, want[n][0], "record %d from 0x%llx", n, (unsigned long long)ev.rec.from);
-        cr_assert_eq(ev.rec.to, want[n][1], "record %d to 0x%llx", n, (unsigned long long)ev.rec.to);
-        n++;
-    }
-    cr_assert_eq(n, 3);
-    cr_assert_eq(markers, 3, "start, context arrival, stop");
-    vbts_reader_free(r);
-    close(fd);
-    unlink(path);
-    trace_free(tr);
-    iobus_destroy(&vm.io);
-    lapic_free(a);
-    kvm_x86_destroy(&vm);
-    vm_fini(&vm);
+    cr_assert_eq(exits, 1, "jmp, call, ret taken in software, a stretch to the out: one exit");
 }

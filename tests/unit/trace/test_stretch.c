@@ -47,16 +47,23 @@ Test(stretch, follows_direct_calls_and_jumps_to_the_first_unknown_branch)
     cr_assert_eq(s.handler[1], 0x33000);
 }
 
+/* From RIP, a stretch of one instruction that ends at `end`; from `next`, none. */
+static void one_then_none(uint64_t end, uint64_t next, const char *why)
+{
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.nins, 1);
+    cr_assert_eq(s.end, end);
+    regs.rip = next;
+    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "%s", why);
+}
+
 Test(stretch, a_conditional_branch_or_a_mode_change_ends_it)
 {
     static const uint8_t a[] = { 0x31, 0xc0, 0x75, 0x00, 0xf4 };  /* xor eax,eax; jnz; hlt */
     code(a, sizeof(a));
     cr_assert(stretch_plan(&view, 3, NULL, &s));
-    cr_assert_eq(s.nins, 1);
-    cr_assert_eq(s.end, 0x10002);
     cr_assert_eq(s.nh, 0, "no memory access, nothing to watch");
-    regs.rip = 0x10004;
-    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "hlt is stepped");
+    one_then_none(0x10002, 0x10004, "hlt is stepped");
 }
 
 Test(stretch, too_many_handlers_end_it_earlier)
@@ -77,21 +84,16 @@ Test(stretch, a_vector_without_a_gate_is_not_run_unwatched)
 {
     static const uint8_t a[] = { 0x90, 0x8b, 0x03, 0x75, 0x00 };   /* nop; mov eax,[rbx]; jnz */
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 3, NULL, &s), "no IDT gates at all");
-    cr_assert_eq(s.end, 0x10001, "ends before the load");
-    regs.rip = 0x10001;
-    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "the load is stepped");
+    /* No IDT gates at all: it ends before the load, which is stepped. */
+    one_then_none(0x10001, 0x10001, "the load is stepped");
 }
 
 Test(stretch, a_loop_of_direct_jumps_ends_before_it_comes_back)
 {
     static const uint8_t a[] = { 0x90, 0xeb, 0xfd };               /* L: nop; jmp L */
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
-    cr_assert_eq(s.nins, 1);
-    cr_assert_eq(s.end, 0x10001, "a breakpoint at RIP would fire before it runs");
-    regs.rip = 0x10001;
-    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "the jmp is taken, not run");
+    /* Not at L: a breakpoint at RIP would fire before it runs.  The jmp is taken, not run. */
+    one_then_none(0x10001, 0x10001, "the jmp is taken, not run");
 }
 
 Test(stretch, the_stop_trigger_and_handlers_on_the_way_end_it)

@@ -138,7 +138,7 @@ $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/
 # leak-*, timeout-*, oom-*, prefixed with the target).  Fix the bug, then
 # copy the input into fuzz/corpus/<target>/ under a name that says what it
 # found: from then on every `make test` replays it, so the bug stays fixed.
-FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts gdb
+FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts gdb stretch
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -pthread -Iinclude -Idecoder/include -Idecoder/cli -Ivmm -fno-omit-frame-pointer \

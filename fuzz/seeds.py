@@ -343,10 +343,37 @@ def gdb():
             "memory_registers": bytes([1]) + hello + memory, "threads_4cpu": bytes([6]) + hello + threads}
 
 
+def stretch():
+    """Long mode with a 2 MiB identity page, a GDT, an IDT for #DE, #SS, #GP and #PF: code to plan from."""
+    ram = bytearray(0x9100)
+    struct.pack_into("<Q", ram, 0x1000, 0x2003)
+    struct.pack_into("<Q", ram, 0x2000, 0x3003)
+    struct.pack_into("<Q", ram, 0x3000, 0x83)
+    struct.pack_into("<QQQ", ram, 0x6000, 0, 0x00af9a000000ffff, 0x00cf92000000ffff)
+    for vec in (0, 12, 13, 14):
+        struct.pack_into("<HHBBHQ", ram, 0x8000 + 16 * vec, 0x9000, 0x08, 0, 0x8e, 0, 0)
+    seeds = {}
+    codes = {
+        # nop; call +5 (to 0x400b); mov eax,[rbx]; jnz; ... 0x400b: div ecx; ret
+        "calls_loads_div": bytes.fromhex("90e80500000" "08b037500" "90f7f1c3"),
+        # L: dec ecx; jnz L; jmp $
+        "loop": bytes.fromhex("ffc975fcebfe"),
+        # push rax; ret; jmp [rip+0]; ud2; out 0x80, al; iretq
+        "indirect_io": bytes.fromhex("50c3ff250000000000000000" "0f0be68048cf"),
+    }
+    for name, code in codes.items():
+        r = bytearray(ram)
+        r[0x4000:0x4000 + len(code)] = code
+        regs = bytes([0x43, 0x40, 0x00, 0x50, 0x00, 3, 0x44, 0x22])
+        seeds[name] = regs + bytes(r)
+    seeds["real_mode"] = bytes([0x00, 0x40, 0x00, 0x50, 0x00, 2, 0x40, 0x01]) + bytes(0x4000) + codes["loop"]
+    return seeds
+
+
 def main():
     for target, seeds in (("reader", traces()), ("symbols", symbols()), ("decode", decode()),
                           ("lz4", lz4()), ("linux", linux()), ("multiboot", multiboot()), ("client", client()),
-                          ("guest_bts", guest_bts()), ("gdb", gdb())):
+                          ("guest_bts", guest_bts()), ("gdb", gdb()), ("stretch", stretch())):
         for name, data in seeds.items():
             put(target, name, data)
 

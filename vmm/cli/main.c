@@ -195,7 +195,7 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
         r->vm.syms = r->syms;
     }
     /* Multiboot guests keep the monitor's own APIC page and KVM_EXIT_HLT. */
-    struct kvm_x86_config xc = { .irqchip = linux_guest, .ds_cpuid = o->guest_bts };
+    struct kvm_x86_config xc = { .irqchip = linux_guest, .ds_cpuid = o->guest_bts, .no_steal_time = o->trace != NULL };
     if (kvm_x86_create(&r->vm, o->kvm_path, o->memory, linux_guest ? o->cpus : 1, &xc) < 0 ||
         debug_install(&r->vm) < 0)
         die("%s", error_last());
@@ -310,6 +310,12 @@ static int report(struct run *r, int status, double elapsed)
         if (end != VM_END_MONITOR || !strstr(r->vm.end_msg, error_last()))
             fprintf(stderr, "vbts: %s (the trace is incomplete)\n", error_last());
         return VBTS_EXIT_MONITOR;
+    }
+    /* An empty trace is not left unexplained, even with --quiet. */
+    if (r->tcfg.have_start && atomic_load(&r->tcfg.window) == WINDOW_WAITING && end != VM_END_MONITOR) {
+        const char *why = trace_start_unreachable(r->tr);
+        fprintf(stderr, "vbts: the trace window never opened: %s%s (--trace-start 0x%llx)\n",
+                why ? "" : "no vCPU reached it", why ? why : "", (unsigned long long)r->tcfg.start);
     }
     /* The engine beside its figures: a run that fails says only why. */
     if (!r->o.quiet)

@@ -113,15 +113,40 @@ bool attrib_run_sp(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max
     return false;
 }
 
+/*
+ * Two vectors whose records would be the same (one handler, and both
+ * exceptions or both interrupts, so the same kind and no error code to
+ * tell them apart in the frame: vectors from 32 up push none) are one
+ * explanation.  Linux points several system vectors at one handler.
+ */
+static bool same_record(int a, uint64_t ha, int b, uint64_t hb)
+{
+    return ha == hb && (a >= 32) == (b >= 32) && (a >= 32 || a == b);
+}
+
+/*
+ * Exception vectors the CPU never delivers by itself to the guests vbts
+ * runs (no SEV or TDX): reserved ones, coprocessor segment overrun, #MC
+ * (only a monitor injects it), #VE, #HV, #VC, #SX.  Linux leaves its
+ * early handlers in such gates after freeing them, and whatever memory
+ * replaced them must not explain an event.  Injected, they are hinted.
+ * #CP likewise, without CET.
+ */
+#define CR4_CET (1ull << 23)
+#define NEVER_RAISED ((1u << 9) | (1u << 15) | (1u << 18) | (1u << 20) | 0xffc00000u)
+
 void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, int max,
                   struct attrib_event *out)
 {
-    int found = -1, exact = -1, hinted = -1, matches = 0;
-    uint64_t h;
+    int found = -1, exact = -1, hinted = -1, other = -1;
+    uint64_t h, found_h = 0;
     struct branch_pred skip;
     bool hs;
 
     for (unsigned vec = only ? (unsigned)hint : 0; vec < (only ? (unsigned)hint + 1 : 256u); vec++) {
+        if ((int)vec != hint && vec < 32 &&
+            ((NEVER_RAISED >> vec & 1) || (vec == 21 && !(v->sregs->cr4 & CR4_CET))))
+            continue;
         if (cpu_idt_handler(v, vec, &h))
             continue;
         if (h == rip) {
@@ -131,22 +156,30 @@ void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, i
         }
         if (!attrib_skip(v, h, rip, max, true, &skip, &hs))
             continue;
-        matches++;
-        if (found < 0 || (int)vec == hint) {
+        if ((int)vec == hint)
+            hinted = (int)vec;
+        if (found < 0) {
             found = (int)vec;
-            if ((int)vec == hint)
-                hinted = (int)vec;
+            found_h = h;
+        } else if (!same_record(found, found_h, (int)vec, h) && other < 0) {
+            other = (int)vec;
         }
     }
     out->has_skip = false;
+    out->vector = -1;
+    out->other = -1;
     if (exact >= 0) {
         out->status = ATTRIB_OK;
         out->vector = exact;
         cpu_idt_handler(v, (unsigned)exact, &out->handler);
         return;
     }
-    if (found < 0 || (matches > 1 && hinted < 0)) {
+    if (hinted >= 0)
+        found = hinted;
+    if (found < 0 || (other >= 0 && hinted < 0)) {
         out->status = found < 0 ? ATTRIB_NONE : ATTRIB_SEVERAL;
+        out->vector = found;
+        out->other = other;
         return;
     }
     out->status = ATTRIB_OK;

@@ -40,7 +40,8 @@ enum attrib_status { ATTRIB_OK, ATTRIB_NONE, ATTRIB_SEVERAL };
 
 struct attrib_event {
     enum attrib_status status;
-    int vector;                 /* the vector delivered */
+    int vector;                 /* the vector delivered (SEVERAL: one of them) */
+    int other;                  /* SEVERAL: another, with a different record */
     uint64_t handler;           /* its handler, the record's `to` */
     bool has_skip;              /* the handler's first instructions ran unseen... */
     struct branch_pred skip;    /* ...and this branch among them makes a record */
@@ -51,7 +52,8 @@ struct attrib_event {
  * `rip`, or whose handler's first instructions (up to `max` swallowed
  * steps) lead there.  `hint` is the vector the monitor raised or the
  * instruction is known to raise, or -1; `only` restricts the search to
- * it.  Several vectors explaining it with none hinted is SEVERAL.
+ * it.  Vectors with different records explaining it, none hinted, is
+ * SEVERAL; vectors with the same record (one handler, same kind) are one.
  */
 void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, int max,
                   struct attrib_event *out);

@@ -29,6 +29,7 @@ struct trace {
     enum trace_engine engine;
     bool block_irq;             /* ... and can hold interrupts back while it does */
     bool start_armed;           /* the start trigger is set up (breakpoints or catch.c) */
+    atomic_bool start_user;     /* ...and it is in a user-mode page (kvm_pvm: it cannot fire) */
     trace_record_fn on_record;  /* a debugger's branch trace (trace_record) */
     void *record_ctx;
     /* The start trigger's page hidden from the guest (trace/catch.c). */

@@ -133,12 +133,12 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
     struct attrib_event a;
     attrib_event(v, rip, hint, only, ATTRIB_SKIP_MAX, &a);
     if (a.status != ATTRIB_OK) {
+        char many[64];
+        snprintf(many, sizeof(many), "several IDT handlers explain (vectors %d and %d)", a.vector, a.other);
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
                        "trace lost step synchronisation: the instruction at 0x%llx was "
                        "followed by 0x%llx, which %s", (unsigned long long)from,
-                       (unsigned long long)rip,
-                       a.status == ATTRIB_NONE ? "no IDT handler explains"
-                                               : "several IDT handlers explain");
+                       (unsigned long long)rip, a.status == ATTRIB_NONE ? "no IDT handler explains" : many);
         return -1;
     }
     window_emit_branch(t, from, a.handler, attrib_kind(kind, a.vector), cpl);

@@ -2,6 +2,7 @@
 /* The trace engine wired to a VM: hooks, exits and notifications it registers. */
 #include "trace/trace.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/kvm.h>
@@ -18,6 +19,8 @@
 #include "x86/debug.h"
 #include "x86/event.h"
 #include "x86/host.h"
+
+#define CR0_PG (1ull << 31)
 
 static enum vbts_stop_reason stop_reason(enum vm_end e)
 {
@@ -78,11 +81,42 @@ static int on_start(struct vcpu *cpu, void *ctx)
     return window_enter(t, false);
 }
 
+/*
+ * kvm_pvm runs user mode natively and fires no breakpoint there, so a start
+ * trigger in a user-mode page never opens the window.  Its page tables are
+ * read at every run while the trigger waits (on kvm_pvm a process exits to
+ * the monitor often: interrupt controller, system calls), and once more
+ * when the vCPU ends, for a run that had no exit in between.
+ */
+static bool start_in_user_page(struct trace_vcpu *t)
+{
+    if (!t->bp_armed || !host_is_pvm() || host_steps_user())
+        return false;
+    struct cpu_view v;
+    trace_view(t, &v);
+    struct gmem_paging pg;
+    cpu_paging(v.sregs, &pg);
+    uint64_t gpa;
+    struct gmem_access a;
+    return (pg.cr0 & CR0_PG) && gmem_walk(v.mem, &pg, t->tr->cfg->start, &gpa, &a) == GMEM_OK && a.user;
+}
+
+/* Said once, when first seen: the run goes on, the kernel may still run it. */
+static void start_reachable(struct trace_vcpu *t)
+{
+    if (atomic_load(&t->tr->start_user) || !start_in_user_page(t) || atomic_exchange(&t->tr->start_user, true))
+        return;
+    fprintf(stderr, "vbts: --trace-start 0x%llx is in a user-mode page: kvm_pvm fires no breakpoints in "
+            "user mode, so only kernel code can open the window there (docs/engine.md)\n",
+            (unsigned long long)t->tr->cfg->start);
+}
+
 static int on_pre_run(struct vcpu *cpu, void *ctx)
 {
     struct trace_vcpu *t = of(ctx, cpu);
     if (window_poll(t) < 0)
         return -1;
+    start_reachable(t);
     if (!t->stepping)
         return 0;
     if (t->tr->tf)
@@ -92,6 +126,8 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
 
 static int on_thread_end(struct vcpu *cpu, void *ctx)
 {
+    if (atomic_load(&of(ctx, cpu)->tr->cfg->window) == WINDOW_WAITING && start_in_user_page(of(ctx, cpu)))
+        atomic_store(&of(ctx, cpu)->tr->start_user, true);
     window_finish(of(ctx, cpu), stop_reason(atomic_load(&cpu->vm->end)));
     return 0;
 }
@@ -222,6 +258,11 @@ int trace_set_engine(struct trace *t, int asked)
     t->engine = asked >= 0 ? (enum trace_engine)asked
                            : branch ? TRACE_ENGINE_BRANCH : TRACE_ENGINE_STEP;
     return 0;
+}
+
+const char *trace_start_unreachable(const struct trace *t)
+{
+    return atomic_load(&t->start_user) ? "it is in a user-mode page, where kvm_pvm fires no breakpoints" : NULL;
 }
 
 const char *trace_engine_name(const struct trace *t)

@@ -94,6 +94,12 @@ bool trace_writes(const struct trace *t);
 int trace_set_engine(struct trace *t, int asked);
 const char *trace_engine_name(const struct trace *t);
 
+/*
+ * Why the start trigger could not open the window, where the engine knows:
+ * a user-mode page on a host that fires no breakpoints there.  NULL if not.
+ */
+const char *trace_start_unreachable(const struct trace *t);
+
 /* Where records go (--trace); before the vCPUs start. */
 void trace_set_sink(struct trace *t, struct sink *s);
 /* Branch records written and the engine's exits (steps and stretches), all vCPUs. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <linux/kvm.h>
+#include <linux/kvm_para.h>
 
 #include "core/kvm.h"
 #include "core/vm.h"
@@ -49,6 +50,15 @@ static int set_cpuid(struct vm *vm, struct vcpu *cpu)
                     e->ecx |= 1u << 2;
                 }
             }
+            /*
+             * KVM rewrites the steal-time record, version and all, when it
+             * enters a vCPU that moved or whose TSC is unstable (kvm_pvm:
+             * every KVM_RUN).  A guest stepped between its two reads of the
+             * version sees it change every time: Linux's kvm_steal_clock
+             * then loops for as long as it is traced.
+             */
+            if (a->no_steal_time && e->function == KVM_CPUID_FEATURES)
+                e->eax &= ~(1u << KVM_FEATURE_STEAL_TIME);
             /* Topology leaves name the x2APIC ID, which must match the MADT's. */
             if (a->irqchip && (e->function == 0xb || e->function == 0x1f))
                 e->edx = (uint32_t)cpu->index;
@@ -148,6 +158,7 @@ int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int n
         return error_fail("out of memory");
     a->irqchip = c->irqchip;
     a->ds_cpuid = c->ds_cpuid;
+    a->no_steal_time = c->no_steal_time;
     vm->arch = a;
     vm->insn_at = insn_at;
     if (kvm_open_vm(vm, kvm_path, mem_size) < 0)

@@ -12,6 +12,7 @@ struct vcpu;
 struct kvm_x86_config {
     bool irqchip;               /* in-kernel PIC, I/O APIC, local APICs and PIT */
     bool ds_cpuid;              /* CPUID announces DS/DTES64 (guest BTS) */
+    bool no_steal_time;         /* CPUID hides KVM's steal time (a traced guest: docs/engine.md) */
 };
 
 /* The VM, its RAM and ncpus vCPUs with CPUID; the x86 state in vm->arch. */

@@ -90,6 +90,65 @@ Test(attrib, event_at_a_handler_or_just_past_it)
     cr_assert_eq(attrib_kind(VBTS_KIND_INT, 0x80), VBTS_KIND_INT);
 }
 
+/* gate VEC -> HANDLER in the test IDT, whose limit grows to take it. */
+static void gate(unsigned vec, uint32_t handler)
+{
+    uint8_t *g = gmem_ptr(&mem, 0x8000 + 16 * vec, 16);
+    memset(g, 0, 16);
+    vbts_put16(g, (uint16_t)handler);
+    vbts_put16(g + 2, 0x08);
+    g[5] = 0x8e;
+    if (sregs.idt.limit < 16 * vec + 15)
+        sregs.idt.limit = (uint16_t)(16 * vec + 15);
+}
+
+/* Vectors that would give the same record are one explanation; different records are several. */
+Test(attrib, vectors_sharing_a_handler)
+{
+    struct attrib_event a;
+    /* Two interrupt vectors on the #UD code: the same record, an interrupt. */
+    gate(6, 0x5000);
+    gate(0xec, 0x3000);
+    gate(0xed, 0x3000);
+    attrib_event(&view, 0x3010, -1, false, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_OK, "one handler, both interrupts");
+    cr_assert_eq(a.vector, 0xec);
+    cr_assert_eq(attrib_kind(VBTS_KIND_EXCEPTION, a.vector), VBTS_KIND_INTERRUPT);
+    cr_assert(a.has_skip);
+    /* An exception on it too: its record's kind differs. */
+    gate(6, 0x3000);
+    attrib_event(&view, 0x3010, -1, false, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_SEVERAL);
+    cr_assert_eq(a.vector, 6);
+    cr_assert_eq(a.other, 0xec);
+    attrib_event(&view, 0x3010, 0xed, false, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_OK, "the hint decides");
+    cr_assert_eq(a.vector, 0xed);
+    /* Two exceptions on one handler: the frame differs (error code or not), so several. */
+    gate(0xec, 0x5000);
+    gate(0xed, 0x5000);
+    gate(13, 0x3000);
+    attrib_event(&view, 0x3010, -1, false, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_SEVERAL);
+    cr_assert_eq(a.other, 13);
+    /* A gate the CPU never raises (#MC, reserved 22) explains nothing unless hinted. */
+    gate(6, 0x5000);
+    gate(13, 0x5000);
+    gate(18, 0x3000);
+    gate(22, 0x3000);
+    gate(21, 0x3000);
+    attrib_event(&view, 0x3010, -1, false, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_NONE);
+    sregs.cr4 |= 1u << 23;
+    attrib_event(&view, 0x3010, -1, false, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_OK, "#CP with CET");
+    cr_assert_eq(a.vector, 21);
+    sregs.cr4 &= ~(1u << 23);
+    attrib_event(&view, 0x3010, 18, true, 4, &a);
+    cr_assert_eq(a.status, ATTRIB_OK, "#MC injected by the monitor");
+    cr_assert_eq(a.vector, 18);
+}
+
 /* What a run does to RSP: pushes, pops, calls, returns and constants add up; other writes are unknown. */
 Test(attrib, stack_pointer_of_a_run)
 {

@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <linux/kvm.h>
+#include <linux/kvm_para.h>
 
 #include "core/vm.h"
 #include "x86/arch.h"
@@ -55,4 +56,36 @@ Test(kvm_x86, long64_entry)
     cr_assert_eq(s.cs.l, 1);
     cr_assert_eq(s.cr3, 0x9000);
     cr_assert_eq(s.efer & 0x500, 0x500, "LME and LMA");
+}
+
+/* The CPUID a vCPU was given: leaf `fn`, or NULL. */
+static struct kvm_cpuid_entry2 *leaf(struct kvm_cpuid2 *c, uint32_t fn)
+{
+    for (unsigned i = 0; i < c->nent; i++)
+        if (c->entries[i].function == fn)
+            return &c->entries[i];
+    return NULL;
+}
+
+/* KVM's steal time is offered as KVM supports it, and hidden from a traced guest. */
+Test(kvm_x86, steal_time_hidden_from_a_traced_guest)
+{
+    static struct { struct kvm_cpuid2 c; struct kvm_cpuid_entry2 e[512]; } got;
+    got.c.nent = 512;
+    cr_assert_eq(ioctl(vm.vcpus[0].fd, KVM_GET_CPUID2, &got.c), 0);
+    struct kvm_cpuid_entry2 *kf = leaf(&got.c, KVM_CPUID_FEATURES);
+    if (!kf || !(kf->eax & (1u << KVM_FEATURE_STEAL_TIME)))
+        cr_skip_test("this KVM offers no steal time");
+    struct vm traced;
+    vm_init(&traced);
+    struct kvm_x86_config c = { .no_steal_time = true };
+    cr_assert_eq(kvm_x86_create(&traced, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+    got.c.nent = 512;
+    cr_assert_eq(ioctl(traced.vcpus[0].fd, KVM_GET_CPUID2, &got.c), 0);
+    kf = leaf(&got.c, KVM_CPUID_FEATURES);
+    cr_assert_not_null(kf);
+    cr_assert_eq(kf->eax & (1u << KVM_FEATURE_STEAL_TIME), 0);
+    cr_assert(kf->eax & (1u << KVM_FEATURE_CLOCKSOURCE2), "the other features stay");
+    kvm_x86_destroy(&traced);
+    vm_fini(&traced);
 }

@@ -90,8 +90,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 8)
         return 0;
     memset(gmem_ptr(&mem, 0, RAM), 0, RAM);
-    memcpy(gmem_ptr(&mem, 0, size - 8 < RAM ? size - 8 : RAM), data + 8,
-           size - 8 < RAM ? size - 8 : RAM);
+    size_t n = size - 8 < RAM ? size - 8 : RAM;
+    if (n)  /* gmem_ptr gives no pointer for 0 bytes */
+        memcpy(gmem_ptr(&mem, 0, n), data + 8, n);
     struct kvm_regs regs = { 0 };
     struct kvm_sregs sregs = { 0 };
     set_mode(&sregs, data[0]);

@@ -34,15 +34,40 @@ static int set_regs(struct trace_vcpu *t)
     return 0;
 }
 
-/* SYSCALL from user mode, run by the monitor: kvm_pvm does not (docs/host-compat.md). */
+/* INT n from user mode, delivered by the monitor: kvm_pvm ends the guest with a triple fault. */
+static int user_int(struct trace_vcpu *t)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    if (cpu_decode(&v, t->pred.from, &in, ops, &why))
+        return error_fail("int at 0x%llx: %s", (unsigned long long)t->pred.from, why);
+    struct delivery d = { .kind = DELIVER_SOFT, .vector = (uint8_t)ops[0].imm.value.u, .insn_len = in.length };
+    uint64_t from, to;
+    unsigned vector;
+    if (event_deliver(t->cpu, &d, &from, &to, &vector) < 0)
+        return -1;
+    /* A gate the CPL may not use turns it into #GP (deliver_event). */
+    window_emit_branch(t, from, to, vector == d.vector ? VBTS_KIND_INT : VBTS_KIND_EXCEPTION, 3);
+    return 0;
+}
+
+/* SYSCALL and INT n from user mode, run by the monitor: kvm_pvm does not (docs/host-compat.md). */
 static int syscalls(struct trace_vcpu *t)
 {
-    while (t->stepping && t->pred_valid && t->pred.mnemonic == ZYDIS_MNEMONIC_SYSCALL &&
-           t->pred.cpl == 3) {
-        uint64_t to;
-        if (event_syscall(t->cpu, t->pred.len, &to) < 0)
-            return -1;
-        window_emit_branch(t, t->pred.from, to, VBTS_KIND_SYSCALL, 3);
+    while (t->stepping && t->pred_valid && t->pred.cpl == 3 &&
+           (t->pred.mnemonic == ZYDIS_MNEMONIC_SYSCALL || t->pred.mnemonic == ZYDIS_MNEMONIC_INT)) {
+        if (t->pred.mnemonic == ZYDIS_MNEMONIC_INT) {
+            if (user_int(t) < 0)
+                return -1;
+        } else {
+            uint64_t to;
+            if (event_syscall(t->cpu, t->pred.len, &to) < 0)
+                return -1;
+            window_emit_branch(t, t->pred.from, to, VBTS_KIND_SYSCALL, 3);
+        }
         if (step_predict(t, false) < 0)
             return -1;
     }

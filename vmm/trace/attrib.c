@@ -132,7 +132,6 @@ static bool same_record(int a, uint64_t ha, int b, uint64_t hb)
  * replaced them must not explain an event.  Injected, they are hinted.
  * #CP likewise, without CET.
  */
-#define CR4_CET (1ull << 23)
 #define NEVER_RAISED ((1u << 9) | (1u << 15) | (1u << 18) | (1u << 20) | 0xffc00000u)
 
 void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, int max,

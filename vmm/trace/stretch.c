@@ -7,8 +7,6 @@
 #include "x86/fault.h"
 
 #define STRETCH_CUT UINT32_MAX
-#define CR4_CET (1ull << 23)
-#define CR4_LA57 (1ull << 12)
 
 /*
  * Instructions a stretch does not run: they change mode, privilege,
@@ -265,8 +263,7 @@ bool stretch_take(const struct cpu_view *v, const struct branch_pred *p, struct 
         return false;
     /* A target outside the code segment (non-canonical in 64-bit mode) is a #GP at the branch. */
     uint64_t ip = p->taken ? p->target - cs_base : 0;
-    int va = (sr->cr4 & CR4_LA57) ? 7 : 16;
-    if (mode == MODE_LONG64 ? (uint64_t)((int64_t)(ip << va) >> va) != ip : ip > sr->cs.limit)
+    if (mode == MODE_LONG64 ? !cpu_canonical(sr, ip) : ip > sr->cs.limit)
         return false;
     for (unsigned i = 0; i < in.operand_count_visible; i++) {
         uint64_t ea;

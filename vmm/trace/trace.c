@@ -20,8 +20,6 @@
 #include "x86/event.h"
 #include "x86/host.h"
 
-#define CR0_PG (1ull << 31)
-
 static enum vbts_stop_reason stop_reason(enum vm_end e)
 {
     switch (e) {
@@ -126,9 +124,10 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
 
 static int on_thread_end(struct vcpu *cpu, void *ctx)
 {
-    if (atomic_load(&of(ctx, cpu)->tr->cfg->window) == WINDOW_WAITING && start_in_user_page(of(ctx, cpu)))
-        atomic_store(&of(ctx, cpu)->tr->start_user, true);
-    window_finish(of(ctx, cpu), stop_reason(atomic_load(&cpu->vm->end)));
+    struct trace_vcpu *t = of(ctx, cpu);
+    if (atomic_load(&t->tr->cfg->window) == WINDOW_WAITING && start_in_user_page(t))
+        atomic_store(&t->tr->start_user, true);
+    window_finish(t, stop_reason(atomic_load(&cpu->vm->end)));
     return 0;
 }
 

@@ -27,6 +27,12 @@ uint64_t cpu_code_base(const struct kvm_sregs *s)
     return cpu_mode(s) == MODE_LONG64 ? 0 : s->cs.base;
 }
 
+bool cpu_canonical(const struct kvm_sregs *s, uint64_t a)
+{
+    int bits = (s->cr4 & CR4_LA57) ? 57 : 48;
+    return (uint64_t)((int64_t)(a << (64 - bits)) >> (64 - bits)) == a;
+}
+
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s)
 {
     switch (cpu_mode(s)) {

@@ -37,6 +37,9 @@ enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG6
 #define RFLAGS_RF (1u << 16)
 #define EFER_SCE  (1ull << 0)
 #define EFER_LMA  (1ull << 10)
+#define CR0_PG    (1ull << 31)
+#define CR4_LA57  (1ull << 12)
+#define CR4_CET   (1ull << 23)
 #define MSR_STAR  0xc0000081u
 #define MSR_LSTAR 0xc0000082u
 #define MSR_CSTAR 0xc0000083u
@@ -46,6 +49,8 @@ enum cpu_mode cpu_mode(const struct kvm_sregs *s);
 /* A flat 64-bit code segment (code) or data/stack segment, as SYSCALL and SYSRET load them. */
 void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl);
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
+/* A linear address is canonical for the paging depth CR4.LA57 selects (57 or 48 bits). */
+bool cpu_canonical(const struct kvm_sregs *s, uint64_t a);
 /* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
 uint64_t cpu_code_base(const struct kvm_sregs *s);
 uint64_t cpu_stack_base(const struct kvm_sregs *s);

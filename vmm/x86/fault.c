@@ -11,7 +11,6 @@
 #define CR0_TS    (1ull << 3)
 #define CR0_WP    (1ull << 16)
 #define CR0_AM    (1ull << 18)
-#define CR4_LA57  (1ull << 12)
 #define CR4_SMEP  (1ull << 20)
 #define CR4_SMAP  (1ull << 21)
 #define EFER_NXE  (1ull << 11)
@@ -23,12 +22,6 @@ static void set_fault(struct delivery *d, unsigned vector, bool has_error, uint3
 {
     *d = (struct delivery){ .kind = DELIVER_FAULT, .vector = (uint8_t)vector,
                             .has_error = has_error, .error = error };
-}
-
-static bool canonical(const struct kvm_sregs *s, uint64_t a)
-{
-    int bits = (s->cr4 & CR4_LA57) ? 57 : 48;
-    return (uint64_t)((int64_t)(a << (64 - bits)) >> (64 - bits)) == a;
 }
 
 /*
@@ -137,7 +130,7 @@ static int memory_check(const struct cpu_view *v, const ZydisDecodedInstruction 
         return UNSURE;
     bool ss = op->mem.segment == ZYDIS_REGISTER_SS;
     if (cpu_mode(s) == MODE_LONG64) {
-        if (!canonical(s, lin) || !canonical(s, lin + len - 1)) {
+        if (!cpu_canonical(s, lin) || !cpu_canonical(s, lin + len - 1)) {
             set_fault(d, ss ? 12 : 13, true, 0);
             return FAULTS;
         }
@@ -327,7 +320,7 @@ static int device_check(const struct cpu_view *v, const ZydisDecodedInstruction 
 /* The instruction's own bytes: readable, executable at this privilege. */
 static int fetch_check(const struct cpu_view *v, uint64_t lin, unsigned len, struct delivery *d)
 {
-    if (cpu_mode(v->sregs) == MODE_LONG64 && !canonical(v->sregs, lin))
+    if (cpu_mode(v->sregs) == MODE_LONG64 && !cpu_canonical(v->sregs, lin))
         return UNSURE;
     return page_check(v, lin, len, false, true, d);
 }

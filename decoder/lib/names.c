@@ -37,6 +37,7 @@ static const char *const stop_names[] = {
     [VBTS_STOP_UNSUPPORTED] = "unsupported",
     [VBTS_STOP_INTERRUPTED] = "interrupted",
     [VBTS_STOP_ERROR] = "error",
+    [VBTS_STOP_DESYNC] = "desync",
 };
 _Static_assert(NELEM(stop_names) == VBTS_STOP_REASON_MAX_, "a name for every stop reason");
 

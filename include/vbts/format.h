@@ -97,6 +97,7 @@ enum vbts_stop_reason {
     VBTS_STOP_UNSUPPORTED,    /* the host cannot trace what the guest did next */
     VBTS_STOP_INTERRUPTED,    /* the monitor was told to stop (signal) */
     VBTS_STOP_ERROR,          /* the monitor failed; the trace ends early */
+    VBTS_STOP_DESYNC,         /* the vCPU was found where the engine's prediction does not reach */
     VBTS_STOP_REASON_MAX_
 };
 

@@ -108,6 +108,7 @@ with_cr3() {
 user() { awk '{ a = $2; sub(/^0x/, "", a); if (length(a) < 16 || a !~ /^ffff/) n++ } END { print n + 0 }'; }
 
 user_window syscall 10000
+pair_check syscall "$TMP/syscall.json"
 with_cr3 "$TMP/syscall.json" >"$TMP/syscall.rec"
 first=$(head -n 1 "$TMP/syscall.rec")
 # Back to user mode by sysret, or by iret where the exit path takes it

@@ -6,7 +6,7 @@
 #   bts-expect: the annotation syntax on a synthetic stub and map.
 . "$(dirname "$0")/tap.sh"
 
-plan 8
+plan 12
 
 # --- qemu-branches -------------------------------------------------------------
 t() { printf 'Trace 0: 0x7f0000001000 [0000000000000000/%016x/0000c0b0/ff000201] \n' "$1"; }
@@ -190,3 +190,27 @@ printf '%%macro M 0\n  jmp x ; @bts -> x\n%%endmacro\n' >"$TMP/e.asm"
 expect_error "an annotation in a macro" "inside a macro"
 printf '; @repeat 2\nmain: jmp main ; @bts -> main\n' >"$TMP/e.asm"
 expect_error "@repeat without @end" "@repeat without @end"
+
+# pair-check: an interrupt is left by an IRET back to where it came in.
+pc() { printf '%s\n' "$@" >"$TMP/pc.json"; "$ORACLE/pair-check" "$TMP/pc.json" >"$TMP/pc.out" 2>&1; }
+r() { printf '{"cpu":0,"seq":%d,"from":"%s","to":"%s","kind":"%s"%s}' "$1" "$2" "$3" "$4" "${5:-}"; }
+if pc "$(r 0 0x100 0x900 interrupt)" "$(r 1 0x900 0x910 exception)" "$(r 2 0x918 0x904 iret)" "$(r 3 0x904 0x906 iret)" \
+      "$(r 3 0x904 0x100 iret)" "$(r 4 0x104 0x200 jmp)" "$(r 5 0x300 0x100 iret)" &&
+   grep -qx "pair-check: vCPU 0: 2 events entered, 1 interrupts left by an IRET to their entry, 0 across a context switch, 0 returned elsewhere by the kernel, 1 IRETs with nothing pending, 0 broken" "$TMP/pc.out"; then
+    ok "pair-check: nested events, their IRETs, a serializing IRET, an IRET with nothing pending"
+else diag_file "$TMP/pc.out"; not_ok "pair-check: nested events, their IRETs, a serializing IRET, an IRET with nothing pending"; fi
+if ! pc "$(r 0 0x100 0x900 interrupt)" "$(r 1 0x904 0x300 iret)" &&
+   grep -q "the interrupt entered at 0x100 is left by the IRET at 0x904 to 0x300" "$TMP/pc.out"; then
+    ok "pair-check: an IRET elsewhere than the interrupt's entry is broken (status 1)"
+else diag_file "$TMP/pc.out"; not_ok "pair-check: an IRET elsewhere than the interrupt's entry is broken"; fi
+if pc "$(r 0 0x100 0x900 interrupt)" '{"cpu":0,"seq":1,"kind":"ctx-depart","cr3":"0x1000","t_ns":5}' \
+      "$(r 2 0x904 0x300 iret)" "$(r 3 0x300 0x800 call ',"from_sym":"a+0x0","to_sym":"__switch_to_asm+0x0"')" &&
+   grep -q "1 across a context switch, 0 returned elsewhere by the kernel, 0 IRETs with nothing pending, 0 broken" "$TMP/pc.out"; then
+    ok "pair-check: a context switch leaves the entries before it unchecked"
+else diag_file "$TMP/pc.out"; not_ok "pair-check: a context switch leaves the entries before it unchecked"; fi
+if pc "$(r 0 0x100 0x900 interrupt ',"from_sym":"srso_safe_ret+0x5"')" \
+      "$(r 1 0x910 0x980 call ',"from_sym":"h+0x10","to_sym":"handle_interrupted_saferet+0x0"')" \
+      "$(r 2 0x990 0x914 ret)" "$(r 3 0x904 0x300 iret)" &&
+   grep -q "0 across a context switch, 1 returned elsewhere by the kernel, 0 IRETs with nothing pending, 0 broken" "$TMP/pc.out"; then
+    ok "pair-check: an interrupt whose handler calls the kernel's frame fixup may return elsewhere"
+else diag_file "$TMP/pc.out"; not_ok "pair-check: an interrupt whose handler calls the kernel's frame fixup may return elsewhere"; fi

@@ -176,6 +176,7 @@ check_linux_window() {
     "$VBTS_DECODE" --format json --symbols "$LINUX_MAP" "$TMP/$name.vbts" >"$TMP/$name.json" 2>"$TMP/$name.derr" || drc=$?
     if [ "$rc" = 0 ] && [ $drc = 0 ]; then ok "$name: window traced, the trace decodes with symbols"
     else not_ok "$name: window traced and decodes"; diag "status $rc, decode $drc"; diag_file "$TMP/$name.err"; diag_file "$TMP/$name.derr"; fi
+    pair_check "$name" "$TMP/$name.json"
     local n
     n=$(grep -c '"from"' "$TMP/$name.json")
     [ "$n" = 50000 ] && ok "$name: exactly 50000 branch records" || { not_ok "$name: 50000 branch records"; diag "got $n"; }
@@ -195,6 +196,19 @@ check_linux_window() {
             ok "$name: vCPU $cpu: context arrival marker and stop marker"
         else not_ok "$name: vCPU $cpu: context and stop markers"; fi
     done
+}
+
+# pair_check NAME JSON: every interrupt in the window is left by an IRET
+# back to where it came in, or by a context switch (tests/oracle/pair-check,
+# independent of vbts's code): one TAP line.
+pair_check() {
+    local name=$1 json=$2
+    if "$ORACLE/pair-check" "$json" >"$TMP/$name.pairs" 2>&1; then
+        ok "$name: every interrupt left by an IRET to its entry or a context switch ($(sed -n 's/^pair-check: vCPU [0-9]*: //p' "$TMP/$name.pairs" | paste -sd ';' -))"
+    else
+        not_ok "$name: every interrupt left by an IRET to its entry or a context switch"
+        diag_file "$TMP/$name.pairs" 12
+    fi
 }
 
 # fail NAME [DIAGNOSTIC LINES...]: not ok, with diagnostics

@@ -42,8 +42,10 @@ case $last in *"-- stop limit "*) ok "window ends with a stop marker, reason lim
 # hidden from the guest (vbts's choice where breakpoints do not fire).
 for how in page breakpoint; do
     VBTS_START_TRIGGER=$how v -q --symbols "$TMP/b64.map" --trace-start main64 --max-branches 5 --trace "$TMP/w-$how.vbts" "$STUBS/branches64.bin"
-    case $how:$VBTS_HOST in
-    breakpoint:lab/*) # QEMU's TCG never arms the nested guest's DR7 (docs/host-compat.md)
+    fires=1
+    case $VBTS_HOST in lab/*) [ "${LAB_QEMU:-}" = system ] && fires=0 ;; esac
+    case $how:$fires in
+    breakpoint:0) # QEMU 7.2's TCG never arms the nested guest's DR7 (docs/host-compat.md)
         want="vbts: VBTS_START_TRIGGER=breakpoint: hardware breakpoints do not fire in this host's guests"
         if [ $rc = 125 ] && [ "$(cat "$TMP/err")" = "$want" ]; then ok "VBTS_START_TRIGGER=breakpoint: refused, says why (status 125)"
         else not_ok "VBTS_START_TRIGGER=breakpoint: refused"; diag "status $rc: $(cat "$TMP/err")"; fi ;;

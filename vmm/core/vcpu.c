@@ -161,6 +161,10 @@ void vcpu_dispatch_exit(struct vcpu *cpu)
 {
     const struct vcpu_registry *r = &cpu->vm->reg;
     uint32_t reason = cpu->run->exit_reason;
+    if (run_hooks(cpu, VCPU_HOOK_EXIT) < 0) {
+        vm_request_end(cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
+        return;
+    }
     for (int i = 0; i < r->nexit; i++)
         if (r->exit[i].reason == reason && r->exit[i].fn(cpu, r->exit[i].ctx) == VCPU_EXIT_DONE)
             return;

@@ -39,10 +39,11 @@ typedef enum vcpu_verdict (*vcpu_exit_fn)(struct vcpu *cpu, void *ctx);
 enum vcpu_hook {
     VCPU_HOOK_START,            /* each vCPU, on the main thread, before any thread runs */
     VCPU_HOOK_PRE_RUN,          /* on the vCPU thread, before every KVM_RUN */
+    VCPU_HOOK_EXIT,             /* on the vCPU thread, at every exit, before its handlers */
     VCPU_HOOK_THREAD_END,       /* on the vCPU thread, after its last KVM_RUN */
     VCPU_NHOOKS
 };
-/* A hook: -1 ends the run (status 125) with the error it set. */
+/* A hook: -1 ends the run (status 125) with the error it set; at an exit, no handler sees it. */
 typedef int (*vcpu_hook_fn)(struct vcpu *cpu, void *ctx);
 
 #define VCPU_MAX_HANDLERS 32

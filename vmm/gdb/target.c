@@ -71,6 +71,9 @@ static int stop_here(struct gdb *g, struct vcpu *cpu)
     /* Registers whole before gdb reads them: what the last exit owes is done first. */
     if (vcpu_complete(cpu) < 0)
         return -1;
+    /* ...and the branch trace up to here (a stretch in flight ends at RIP). */
+    if (g->tr && trace_pause(g->tr, cpu) < 0)
+        return -1;
     pthread_mutex_lock(&g->lock);
     if (v->why != WHY_NONE && !g->have_stop) {
         g->have_stop = true;

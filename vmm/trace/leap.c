@@ -7,7 +7,8 @@
  * each handler of an exception it may raise, with interrupts held back
  * (KVM_GUESTDBG_BLOCKIRQ).  What a stretch cannot run is single-stepped
  * by the step engine, which also lets pending interrupts in, at least
- * every LEAP_LET_IN_NS while the guest can take them.
+ * every LEAP_LET_IN_NS and LEAP_LET_IN_INSNS instructions while the guest
+ * can take them.
  */
 #include "trace/leap.h"
 
@@ -21,7 +22,7 @@
 #include "trace/engine.h"
 #include "trace/step.h"
 #include "trace/stretch.h"
-#include "trace/ustep.h"
+#include "trace/backend.h"
 #include "trace/window.h"
 #include "x86/arch.h"
 #include "x86/debug.h"
@@ -29,21 +30,33 @@
 
 /* Interrupts wait at most this long for a step that lets them in (a busy CPU's latency). */
 #define LEAP_LET_IN_NS 1000000ull
+/*
+ * ...and the guest has run this many instructions since the last that it
+ * could have been interrupted in (IF=1): on a slow host (the lab: a few
+ * thousand records a second) a millisecond is a few branches, and a timer
+ * whose handler outlasts it would take every one.  The step engine waits
+ * as long (its IRQ_GAP, trace/tf.c).
+ */
+#define LEAP_LET_IN_INSNS 1024
 /* Branches taken in software in a row before the vCPU runs again. */
 #define LEAP_TAKE_MAX 64
 
 static int lost(struct trace_vcpu *t, const char *what, uint64_t rip)
 {
-    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
-                   "trace lost step synchronisation: %s at 0x%llx", what, (unsigned long long)rip);
-    return -1;
+    return trace_desync(t, "trace lost step synchronisation: %s at 0x%llx", what, (unsigned long long)rip);
 }
 
-/* The step engine takes the instruction at RIP: one single-step, interrupts let in. */
-static int step_one(struct trace_vcpu *t)
+/* The step engine takes the instruction at RIP: one single-step, interrupts let in if due. */
+static int step_one(struct trace_vcpu *t, bool let_in)
 {
-    t->let_in_ns = clock_monotonic_ns();
-    return ustep_before_run(t);
+    if (let_in || t->tr->be->steps_let_in) {
+        t->leap.let_in_ns = clock_monotonic_ns();
+        t->leap.insns = 0;
+    }
+    if (t->cpu->run->s.regs.regs.rflags & RFLAGS_IF)
+        t->leap.insns++;
+    t->leap.armed = false;      /* the step replaces the stretches' breakpoints in KVM */
+    return t->tr->be->arm_step(t, let_in);
 }
 
 /* Near branches at RIP, taken in software while they cannot fault: how many, or -1. */
@@ -56,6 +69,8 @@ static int take_branches(struct trace_vcpu *t, const struct cpu_view *v)
         if (!stretch_take(v, &p, r))
             break;
         n++;
+        if (r->rflags & RFLAGS_IF)
+            t->leap.insns++;
         if (p.taken)
             window_emit_branch(t, p.from, p.target, p.kind, p.cpl);
         if (step_predict(t, false) < 0)
@@ -86,83 +101,65 @@ static bool has(const uint64_t *a, int n, uint64_t x)
  */
 static int arm(struct trace_vcpu *t, int slots, uint64_t rip)
 {
-    const struct stretch *s = &t->leap;
+    const struct stretch *s = &t->leap.s;
     uint64_t want[DEBUG_MAX_BP];
     int n = 0;
     want[n++] = s->end;
     for (int i = 0; i < s->nh; i++)
         if (!has(want, n, s->handler[i]))
             want[n++] = s->handler[i];
-    bool same = t->kvm_leap;
+    bool same = t->leap.armed;
     for (int i = 0; i < n && same; i++)
-        same = has(t->dr, t->ndr, want[i]);
-    for (int i = 0; i < t->ndr && same; i++)
-        same = t->dr[i] != rip && stretch_index(s, t->dr[i]) < 0;
+        same = has(t->leap.dr, t->leap.ndr, want[i]);
+    for (int i = 0; i < t->leap.ndr && same; i++)
+        same = t->leap.dr[i] != rip && stretch_index(s, t->leap.dr[i]) < 0;
     if (same)
         return 0;
-    for (int i = 0; i < t->ndr && n < slots; i++)
-        if (!has(want, n, t->dr[i]) && t->dr[i] != rip && stretch_index(s, t->dr[i]) < 0)
-            want[n++] = t->dr[i];
+    for (int i = 0; i < t->leap.ndr && n < slots; i++)
+        if (!has(want, n, t->leap.dr[i]) && t->leap.dr[i] != rip && stretch_index(s, t->leap.dr[i]) < 0)
+            want[n++] = t->leap.dr[i];
     struct debug_want w = { .exclusive = true, .block_irq = arch_vm(t->cpu->vm)->irqchip, .nbp = n };
     memcpy(w.bp, want, sizeof(want[0]) * (size_t)n);
-    memcpy(t->dr, want, sizeof(want));
-    t->ndr = n;
-    t->kvm_leap = true;
+    memcpy(t->leap.dr, want, sizeof(want));
+    t->leap.ndr = n;
+    t->leap.armed = true;
     return debug_set(t->cpu, DEBUG_TRACE, &w);
-}
-
-/*
- * After a step, kvm_pvm may have the vCPU halted: at a HLT, waiting for an
- * interrupt, which a stretch would hold back; or left so by the host
- * though it runs on (x86/hostcompat.c, after_stepping), which KVM would
- * honour under a stretch's breakpoints as under no debugging at all.  The
- * first is stepped until the interrupt comes; the second made runnable.
- */
-static bool halted(struct trace_vcpu *t, const struct cpu_view *v)
-{
-    struct kvm_mp_state mp;
-    uint8_t b;
-    if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
-        return false;
-    if (cpu_read_linear(v, cpu_linear_ip(v->regs, v->sregs) - 1, &b, 1) == 0 && b == 0xf4)
-        return true;
-    mp.mp_state = KVM_MP_STATE_RUNNABLE;
-    ioctl(t->cpu->fd, KVM_SET_MP_STATE, &mp);
-    return false;
 }
 
 static bool let_in_due(const struct trace_vcpu *t, const struct cpu_view *v)
 {
     return arch_vm(t->cpu->vm)->irqchip && (v->regs->rflags & RFLAGS_IF) &&
-           clock_monotonic_ns() - t->let_in_ns >= LEAP_LET_IN_NS;
+           t->leap.insns >= LEAP_LET_IN_INSNS && clock_monotonic_ns() - t->leap.let_in_ns >= LEAP_LET_IN_NS;
 }
 
 int leap_before_run(struct trace_vcpu *t)
 {
-    if (t->leaping)
+    if (t->leap.flight)
         return 0;       /* the stretch in flight was interrupted by another exit */
     struct cpu_view v;
     trace_view(t, &v);
     int others = debug_bps_of_others(t->cpu, DEBUG_TRACE);
-    bool free = t->pred_valid && !t->recording && !t->passing && t->event_vector < 0 &&
+    bool free = t->pred_valid && !t->passing &&
                 !guest_bts_on(t->tr->gbts, t->cpu) && others < DEBUG_MAX_BP - 1 &&
-                !(!t->kvm_leap && arch_vm(t->cpu->vm)->irqchip && halted(t, &v));
+                t->tr->be->may_leap(t, &v);
     if (free && take_branches(t, &v) < 0)
         return -1;
     if (!t->stepping)
         return 0;       /* a record closed the window: the vCPU runs on untraced */
     const struct trace_config *c = t->tr->cfg;
     bool stop = t->tracing && c->have_stop;
-    if (!free || !t->pred_valid || t->pred.kind != VBTS_KIND_UNKNOWN || let_in_due(t, &v) ||
-        !stretch_plan(&v, DEBUG_MAX_BP - 1 - others, stop ? &c->stop : NULL, &t->leap))
-        return step_one(t);
-    t->leaping = true;
+    if (let_in_due(t, &v))
+        return step_one(t, true);
+    if (!free || !t->pred_valid || t->pred.kind != VBTS_KIND_UNKNOWN ||
+        !stretch_plan(&v, DEBUG_MAX_BP - 1 - others, stop ? &c->stop : NULL, &t->leap.s))
+        return step_one(t, false);
+    t->leap.flight = true;
     return arm(t, DEBUG_MAX_BP - others, cpu_linear_ip(v.regs, v.sregs));
 }
 
 static void emit_upto(struct trace_vcpu *t, unsigned nrec)
 {
-    const struct stretch *s = &t->leap;
+    const struct stretch *s = &t->leap.s;
     for (unsigned i = 0; i < nrec && i < s->nrec; i++)
         window_emit_branch(t, s->rec[i].from, s->rec[i].to, s->rec[i].kind, s->cpl);
 }
@@ -175,7 +172,7 @@ static void emit_upto(struct trace_vcpu *t, unsigned nrec)
  */
 static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
 {
-    const struct stretch *s = &t->leap;
+    const struct stretch *s = &t->leap.s;
     unsigned w = cpu_mode(v->sregs) == MODE_LONG64 ? 8 : 4;
     uint64_t sp = cpu_stack_base(v->sregs) + v->regs->rsp;
     int idx = -1, vector = -1;
@@ -205,17 +202,19 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     struct cpu_view v;
     trace_view(t, &v);
     uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
-    t->leaping = false;
-    t->leaps++;
+    t->leap.flight = false;
+    t->leap.stops++;
     int r;
     int h = 0;
-    while (h < t->leap.nh && t->leap.handler[h] != rip)
+    while (h < t->leap.s.nh && t->leap.s.handler[h] != rip)
         h++;
     /* Slots may hold earlier stretches' breakpoints: the address says whose. */
-    if (hits && rip == t->leap.end) {
-        emit_upto(t, t->leap.nrec);
+    if (hits && rip == t->leap.s.end) {
+        emit_upto(t, t->leap.s.nrec);
+        if (v.regs->rflags & RFLAGS_IF)     /* a stretch never changes IF */
+            t->leap.insns += t->leap.s.nins;
         r = 0;
-    } else if (hits && h < t->leap.nh) {
+    } else if (hits && h < t->leap.s.nh) {
         r = exception(t, &v, h);
     } else if (hits) {
         r = lost(t, "a breakpoint not the stretch's", rip);
@@ -227,23 +226,32 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     return VCPU_EXIT_DONE;
 }
 
-void leap_abandon(struct trace_vcpu *t)
+void leap_flush_at(struct trace_vcpu *t, uint64_t at)
 {
-    if (!t->leaping)
+    if (!t->leap.flight)
         return;
-    leap_flush(t);
-    if (step_predict(t, false) == 0 && t->stepping)
-        step_one(t);
+    t->leap.flight = false;
+    int i = stretch_index(&t->leap.s, at);
+    if (i >= 0)
+        emit_upto(t, t->leap.s.recs_before[i]);
+}
+
+int leap_pause(struct trace_vcpu *t)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    if (t->leap.flight && stretch_index(&t->leap.s, rip) < 0)
+        return trace_desync(t, "trace incomplete: vCPU %d stopped at 0x%llx, where the stretch it ran "
+                            "from 0x%llx to 0x%llx does not go", t->cpu->index, (unsigned long long)rip,
+                            (unsigned long long)t->leap.s.ins[0], (unsigned long long)t->leap.s.end);
+    leap_flush_at(t, rip);
+    return 0;
 }
 
 void leap_flush(struct trace_vcpu *t)
 {
-    if (!t->leaping)
-        return;
-    t->leaping = false;
     struct cpu_view v;
     trace_view(t, &v);
-    int i = stretch_index(&t->leap, cpu_linear_ip(v.regs, v.sregs));
-    if (i >= 0)
-        emit_upto(t, t->leap.recs_before[i]);
+    leap_flush_at(t, cpu_linear_ip(v.regs, v.sregs));
 }

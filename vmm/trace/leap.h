@@ -8,6 +8,8 @@
 #ifndef VBTS_TRACE_LEAP_H
 #define VBTS_TRACE_LEAP_H
 
+#include <stdint.h>
+
 #include "core/vcpu.h"
 
 struct trace_vcpu;
@@ -18,7 +20,13 @@ int leap_before_run(struct trace_vcpu *t);
 enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits);
 /* The run ends or leaves the window mid-stretch: the records of what ran, up to RIP. */
 void leap_flush(struct trace_vcpu *t);
-/* The monitor injects an event before the vCPU runs on: the stretch ends here, a step follows. */
-void leap_abandon(struct trace_vcpu *t);
+/*
+ * A debugger stops the vCPU between runs: the stretch in flight ends at
+ * RIP, its records so far written.  -1 (the trace ended, said) if RIP is
+ * not on it.
+ */
+int leap_pause(struct trace_vcpu *t);
+/* The same, up to the instruction at `at` (an event the monitor raised came there). */
+void leap_flush_at(struct trace_vcpu *t, uint64_t at);
 
 #endif

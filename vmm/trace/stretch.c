@@ -69,29 +69,17 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
 
 /*
  * The exceptions an instruction that is not cut can raise, a bit per
- * vector: #PF from any memory access under paging, #GP from a
- * non-canonical or out-of-limit address (#SS for the stack segment's),
- * #DE from a division.  #UD, #NM, #MF, #XM and #AC come from instructions
- * cut above or from user mode, which stretches do not run.
+ * vector (x86/fault.c): #PF, #GP and #SS from memory accesses, #DE from a
+ * division, #UD from an extension the CPU may lack.  A double fault is
+ * not watched: a delivery that faults is a guest's disaster, and one
+ * that happens is seen at the next exit, which ends the trace there.
  */
-static uint32_t raises(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                        const ZydisDecodedOperand *ops)
 {
     if (cuts(in, ops))
         return STRETCH_CUT;
-    uint32_t m = 0;
-    for (unsigned i = 0; i < in->operand_count; i++) {
-        const ZydisDecodedOperand *o = &ops[i];
-        if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN ||
-            in->mnemonic == ZYDIS_MNEMONIC_NOP || in->meta.category == ZYDIS_CATEGORY_PREFETCH)
-            continue;
-        if (v->sregs->cr0 & 0x80000000u)
-            m |= 1u << 14;
-        m |= 1u << (o->mem.segment == ZYDIS_REGISTER_SS ? 12 : 13);
-    }
-    if (in->mnemonic == ZYDIS_MNEMONIC_DIV || in->mnemonic == ZYDIS_MNEMONIC_IDIV)
-        m |= 1u;
-    return m;
+    return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
 }
 
 int stretch_index(const struct stretch *s, uint64_t lin)
@@ -144,7 +132,7 @@ static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64
     if (p.kind != VBTS_KIND_UNKNOWN &&
         (s->nins == 0 || !((p.kind == VBTS_KIND_JMP || p.kind == VBTS_KIND_CALL) && p.target_known)))
         return false;
-    uint32_t m = raises(v, &in, ops);
+    uint32_t m = raises(v, lin, &in, ops);
     int nh = s->nh;
     uint32_t vectors[STRETCH_MAX_HANDLERS];
     memcpy(vectors, s->vectors, sizeof(vectors));

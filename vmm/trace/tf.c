@@ -20,15 +20,18 @@
  *    run then stops, saying so, rather than write a trace that misses the
  *    handler.
  */
-#include "trace/tf.h"
+#include "trace/backend.h"
 
+#include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 
 #include "core/vcpu.h"
 #include "trace/attrib.h"
+#include "trace/leap.h"
 #include "trace/step.h"
 #include "trace/window.h"
+#include "x86/arch.h"
 #include "x86/debug.h"
 #include "x86/deliver.h"
 #include "x86/event.h"
@@ -43,6 +46,24 @@
 #define STORM       1000    /* exceptions delivered in a row with no instruction completing */
 #define WAIT_MIN_NS 20000   /* halted: the first wait between asks, doubling ... */
 #define WAIT_MAX_NS 2000000 /* ... up to this */
+
+/* What the CPU may raise on the way into a handler: a second exception, or a double fault. */
+#define DELIVERY_FAULTS ((1u << 8) | (1u << 10) | (1u << 11) | (1u << 12) | (1u << 13) | (1u << 14))
+
+/*
+ * The order in which exception handlers get the breakpoints the debug
+ * registers have room for: what fault_predict cannot decide first
+ * (descriptors, encodings), what it decides from page tables and
+ * operands last.
+ */
+static const uint8_t watch_order[] = { 13, 11, 12, 6, 10, 0, 5, 17, 16, 19, 7, 21, 4, 14, 8, 3 };
+
+/* When a step may let a pending interrupt in. */
+enum tf_irq {
+    TF_IRQ_HOST,        /* the step engine: every PROBE_EVERY steps, and after STI, POPF, IRET */
+    TF_IRQ_NOW,         /* the branch engine asks: now, if IF allows */
+    TF_IRQ_HELD,        /* the branch engine steps an instruction: not now */
+};
 
 static bool canonical(uint64_t a)
 {
@@ -68,7 +89,7 @@ static int deliver(struct trace_vcpu *t, const struct delivery *d)
     if (event_deliver(t->cpu, d, &from, &to, &vector) < 0)
         return -1;
     window_emit_branch(t, from, to, record_kind(d->kind, d->vector, vector), cpl);
-    t->halted = false;
+    t->tf.halted = false;
     return step_predict(t, false);
 }
 
@@ -102,28 +123,31 @@ static bool fault_due(struct trace_vcpu *t, struct delivery *d)
  * interrupted in (IF=1) before the next is taken: a latency, as a busy
  * CPU's, never a wrong record.
  */
-static bool probe_due(const struct trace_vcpu *t)
+static bool probe_due(const struct trace_vcpu *t, enum tf_irq mode)
 {
-    if (t->halted)
+    if (t->tf.halted)
         return true;
-    if (!(t->cpu->run->s.regs.regs.rflags & RFLAGS_IF) || t->irq_gap)
+    if (!(t->cpu->run->s.regs.regs.rflags & RFLAGS_IF))
         return false;
-    return t->probe_soon || t->since_probe >= PROBE_EVERY;
+    /* The branch engine paces them by time: a millisecond at least between two. */
+    if (mode != TF_IRQ_HOST)
+        return mode == TF_IRQ_NOW;
+    return !t->tf.irq_gap && (t->tf.probe_soon || t->tf.since_probe >= PROBE_EVERY);
 }
 
 /* Ask KVM for a pending interrupt or NMI: 1 and delivered, 0 none, -1 error. */
 static int probe(struct trace_vcpu *t)
 {
     struct delivery d;
-    t->probe_soon = false;
-    t->since_probe = 0;
+    t->tf.probe_soon = false;
+    t->tf.since_probe = 0;
     if (debug_let_irq(t->cpu) < 0 || vcpu_probe(t->cpu) < 0 || debug_rearm(t->cpu) < 0)
         return -1;
     int k = event_take_pending(t->cpu, &d);
     if (k <= 0)
         return k;
     if (d.kind == DELIVER_INTERRUPT || d.kind == DELIVER_NMI)
-        t->irq_gap = IRQ_GAP;
+        t->tf.irq_gap = IRQ_GAP;
     return deliver(t, &d) < 0 ? -1 : 1;
 }
 
@@ -139,7 +163,7 @@ static void wait_a_moment(long *ns)
  * Whatever must happen before the instruction at RIP can run: its
  * exception, a pending interrupt, or (halted) the wait for one.
  */
-static int settle_events(struct trace_vcpu *t)
+static int settle_events(struct trace_vcpu *t, enum tf_irq mode)
 {
     long wait_ns = WAIT_MIN_NS;
     for (unsigned faults = 0;;) {
@@ -151,16 +175,27 @@ static int settle_events(struct trace_vcpu *t)
                 return error_fail("vCPU %d: %d exceptions in a row at 0x%llx and no instruction "
                                   "completes (the CPU would shut down)", t->cpu->index, STORM,
                                   (unsigned long long)t->pred.from);
-            if (deliver(t, &d) < 0)
-                return -1;
+            if (deliver(t, &d) < 0) {
+                /*
+                 * A delivery the monitor does not model (a gate not present,
+                 * a stack it cannot write: the CPU raises a second exception
+                 * on the way in): where breakpoints fire, the CPU delivers it,
+                 * watched at every handler it may end at.
+                 */
+                if (!t->tr->watch || vm_ending(t->cpu->vm))
+                    return -1;
+                t->tf.also_watch = 1u << d.vector | DELIVERY_FAULTS;
+                return 0;
+            }
             continue;
         }
-        if (!probe_due(t))
+        if (!probe_due(t, mode))
             return 0;
         int k = probe(t);
+        mode = TF_IRQ_HELD;     /* one let in is enough */
         if (k < 0)
             return -1;
-        if (k > 0 || !t->halted)
+        if (k > 0 || !t->tf.halted)
             continue;
         /* Halted and nothing pending yet: wait, and follow the window meanwhile. */
         wait_a_moment(&wait_ns);
@@ -212,7 +247,7 @@ static int sysret_keeps_tf(struct trace_vcpu *t)
     if (!t->pred_valid || t->pred.mnemonic != ZYDIS_MNEMONIC_SYSRET || (r->r11 & RFLAGS_TF))
         return 0;
     r->r11 |= RFLAGS_TF;
-    t->r11_tf = true;
+    t->tf.r11_tf = true;
     if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
         return error_fail_errno("KVM_SET_REGS");
     return 0;
@@ -236,27 +271,110 @@ static int syscall_ahead(struct trace_vcpu *t)
     return step_predict(t, false) < 0 ? -1 : 1;
 }
 
-int tf_before_run(struct trace_vcpu *t)
+/*
+ * Where breakpoints fire, the handler of every exception the instruction
+ * at RIP may raise gets one, as many as DR0-3 hold: an exception no
+ * foresight delivered is then caught at its handler's first instruction
+ * (tf_debug_exit) instead of running it unstepped, TF cleared by its
+ * delivery.  Never one at RIP (RF is not relied on); what is left
+ * unwatched is found at the next exit (trace/exitcheck.h).
+ */
+static int arm_watch(struct trace_vcpu *t)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint32_t m = t->tf.also_watch;
+    t->tf.also_watch = 0;
+    t->tf.nwatch = 0;
+    if (t->tr->watch)
+        m |= fault_may_raise(&v, rip, cpu_decode(&v, rip, &in, ops, &why) < 0 ? NULL : &in, ops);
+    int slots = DEBUG_MAX_BP - debug_bps_of_others(t->cpu, DEBUG_TRACE);
+    t->tf.unwatched = t->tr->watch ? m : 0;
+    memset(t->tf.watch_vectors, 0, sizeof(t->tf.watch_vectors));
+    for (unsigned i = 0; i < sizeof(watch_order) && t->tr->watch; i++) {
+        unsigned vec = watch_order[i];
+        uint64_t h;
+        if (!(m & (1u << vec)) || cpu_idt_handler(&v, vec, &h) < 0 || h == rip)
+            continue;
+        int k = 0;
+        while (k < t->tf.nwatch && t->tf.watch[k] != h)
+            k++;
+        if (k == t->tf.nwatch) {
+            if (k == slots)
+                continue;
+            t->tf.watch[t->tf.nwatch++] = h;
+        }
+        t->tf.watch_vectors[k] |= 1u << vec;
+        t->tf.unwatched &= ~(1u << vec);
+    }
+    struct debug_want w = { .step = true, .block_irq = true, .nbp = t->tf.nwatch };
+    memcpy(w.bp, t->tf.watch, sizeof(t->tf.watch[0]) * (size_t)t->tf.nwatch);
+    return debug_set(t->cpu, DEBUG_TRACE, &w);
+}
+
+/*
+ * A handler's breakpoint fired: the instruction the step ran raised an
+ * exception, and the CPU delivered it (its fault or a second one on the
+ * way in) with the monitor's TF in the frame's RFLAGS image, which is
+ * cleared so that the handler's IRET does not bring it back.  A fault's
+ * frame returns to the instruction: the record is from it to the handler,
+ * whose first instruction is stepped next.
+ */
+static bool tf_debug_exit(struct trace_vcpu *t, unsigned hits)
+{
+    struct cpu_view v;
+    trace_view(t, &v);
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    int h = 0;
+    while (h < t->tf.nwatch && t->tf.watch[h] != rip)
+        h++;
+    /* Not a watched handler, or the step got there by a branch and was read already. */
+    if (!hits || h == t->tf.nwatch || !t->pred_valid || t->pred.from == rip)
+        return false;
+    t->steps++;
+    t->tf.nwatch = 0;
+    struct deliver_before b = { &t->before_regs, &t->before_sregs, t->before_regs.rip + t->pred.len };
+    deliver_untrap(v.mem, &b);
+    window_emit_branch(t, t->pred.from, rip, VBTS_KIND_EXCEPTION, t->pred.cpl);
+    t->tf.halted = false;
+    window_follow_context(t, v.sregs->cr3);
+    if (t->stepping)
+        step_predict(t, false);
+    return true;
+}
+
+/*
+ * Registers the monitor changed in kvm_run (the branch engine's branches
+ * taken in software) go to KVM now: it keeps TF only while RIP is where
+ * KVM_SET_GUEST_DEBUG finds it, and would take them at KVM_RUN, too late.
+ */
+static int flush_regs(struct trace_vcpu *t)
 {
     struct kvm_run *run = t->cpu->run;
+    if (!(run->kvm_dirty_regs & KVM_SYNC_X86_REGS))
+        return 0;
+    run->kvm_dirty_regs &= ~(uint64_t)KVM_SYNC_X86_REGS;
+    if (ioctl(t->cpu->fd, KVM_SET_REGS, &run->s.regs.regs) < 0)
+        return error_fail_errno("KVM_SET_REGS");
+    return 0;
+}
+
+static int tf_arm_step(struct trace_vcpu *t, bool let_in)
+{
+    enum tf_irq mode = t->tr->engine == TRACE_ENGINE_STEP ? TF_IRQ_HOST : let_in ? TF_IRQ_NOW : TF_IRQ_HELD;
+    if (flush_regs(t) < 0)
+        return -1;
+    struct kvm_run *run = t->cpu->run;
     uint32_t last = run->exit_reason;
-    bool msr = last == KVM_EXIT_X86_RDMSR || last == KVM_EXIT_X86_WRMSR;
-    /* KVM still owes this instruction its completion: nothing may come between. */
-    bool completing = last == KVM_EXIT_IO || last == KVM_EXIT_MMIO || msr;
-    if (last == KVM_EXIT_MMIO && run->mmio.is_write) {
-        /*
-         * KVM finished an MMIO write before it exited and owes it no step
-         * exit (x86.c, complete_emulated_mmio: "FIXME: return into emulator
-         * if single-stepping"): RIP is past it already.
-         */
-        run->exit_reason = KVM_EXIT_INTR;
-        t->steps++;
-        if (step_complete(t) < 0)
-            return -1;
-        completing = false;
-    } else if (msr && run->msr.error) {
+    /* KVM still owes the instruction at RIP its completion: nothing may come between. */
+    bool completing = t->owed;
+    t->owed = false;
+    if (completing && (last == KVM_EXIT_X86_RDMSR || last == KVM_EXIT_X86_WRMSR) && run->msr.error) {
         /* The #GP KVM injects on completion: let it queue it, and deliver it here. */
-        run->exit_reason = KVM_EXIT_INTR;
         if (probe(t) < 0)
             return -1;
         completing = false;
@@ -264,11 +382,12 @@ int tf_before_run(struct trace_vcpu *t)
     if (!completing) {
         int k;
         do {
-            if (settle_events(t) < 0 || (k = rep_ahead(t)) < 0 ||
+            if (settle_events(t, mode) < 0 || (k = rep_ahead(t)) < 0 ||
                 (!k && (k = syscall_ahead(t)) < 0))
                 return -1;
+            mode = TF_IRQ_HELD;
         } while (k > 0);
-        if (sysret_keeps_tf(t) < 0)
+        if (sysret_keeps_tf(t) < 0 || arm_watch(t) < 0)
             return -1;
         t->before_regs = run->s.regs.regs;
         t->before_sregs = run->s.regs.sregs;
@@ -276,18 +395,25 @@ int tf_before_run(struct trace_vcpu *t)
     return debug_rearm(t->cpu);
 }
 
-int tf_stepping(struct trace_vcpu *t, bool on)
+static int tf_stepping(struct trace_vcpu *t, bool on, struct debug_want *w)
 {
+    w->block_irq = on;
+    if (on == t->stepping)
+        return 0;
+    if (on && !t->tr->block_irq && arch_vm(t->cpu->vm)->irqchip)
+        return error_fail("this host's KVM cannot hold interrupts back while it single-steps "
+                          "(KVM_GUESTDBG_BLOCKIRQ, Linux 5.16 and later): their handlers would "
+                          "run unseen, so vbts does not trace this guest here");
     event_soft(t->cpu, on);
     if (!on)
         return 0;
-    t->probe_soon = true;
+    t->tf.probe_soon = true;
     t->before_regs = t->cpu->run->s.regs.regs;
     t->before_sregs = t->cpu->run->s.regs.sregs;
     struct kvm_mp_state mp;
     if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0)
         return error_fail_errno("KVM_GET_MP_STATE");
-    t->halted = mp.mp_state == KVM_MP_STATE_HALTED;
+    t->tf.halted = mp.mp_state == KVM_MP_STATE_HALTED;
     return 0;
 }
 
@@ -296,10 +422,10 @@ static int clear_tf_leaks(struct trace_vcpu *t, unsigned mnemonic)
 {
     struct kvm_regs *r = &t->cpu->run->s.regs.regs;
     const struct kvm_sregs *s = &t->cpu->run->s.regs.sregs;
-    bool sysret = mnemonic == ZYDIS_MNEMONIC_SYSRET && t->r11_tf;
+    bool sysret = mnemonic == ZYDIS_MNEMONIC_SYSRET && t->tf.r11_tf;
     if ((mnemonic == ZYDIS_MNEMONIC_SYSCALL && (r->r11 & RFLAGS_TF)) || sysret) {
         r->r11 &= ~(uint64_t)RFLAGS_TF;
-        t->r11_tf = false;
+        t->tf.r11_tf = false;
         if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
             return error_fail_errno("KVM_SET_REGS");
     }
@@ -325,9 +451,9 @@ static int after(struct trace_vcpu *t, const struct branch_pred *p, uint64_t rip
     unsigned m = p->mnemonic;
     if (m == ZYDIS_MNEMONIC_STI || m == ZYDIS_MNEMONIC_POPF || m == ZYDIS_MNEMONIC_POPFD ||
         m == ZYDIS_MNEMONIC_POPFQ || p->kind == VBTS_KIND_IRET)
-        t->probe_soon = true;           /* IF may be 1 now */
+        t->tf.probe_soon = true;           /* IF may be 1 now */
     if (m == ZYDIS_MNEMONIC_HLT && rip == p->from + p->len)
-        t->halted = true;
+        t->tf.halted = true;
     return clear_tf_leaks(t, m);
 }
 
@@ -366,28 +492,24 @@ static bool shadowed(const struct cpu_view *v, uint64_t next, uint64_t rip, stru
 
 static int lost(struct trace_vcpu *t, uint64_t from, uint64_t rip)
 {
-    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
-                   "trace lost step synchronisation: the instruction at 0x%llx was followed by "
-                   "0x%llx, which it cannot reach", (unsigned long long)from,
-                   (unsigned long long)rip);
-    return -1;
+    return trace_desync(t, "trace lost step synchronisation: the instruction at 0x%llx was followed "
+                        "by 0x%llx, which it cannot reach", (unsigned long long)from,
+                        (unsigned long long)rip);
 }
 
-int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     const struct branch_pred *p = &t->pred;
     struct deliver_before b = { &t->before_regs, &t->before_sregs, t->before_regs.rip + p->len };
-    if (deliver_seen(v->mem, &b)) {
-        vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
-                       "trace stopped at 0x%llx: an exception or interrupt came that vbts did "
-                       "not foresee, and this host (%s) ran its handler without single-steps; "
-                       "the trace ends here rather than miss it", (unsigned long long)p->from,
-                       host_kvm_name());
-        return -1;
-    }
-    t->since_probe++;
-    if (t->irq_gap && (t->before_regs.rflags & RFLAGS_IF))
-        t->irq_gap--;
+    if (deliver_seen(v->mem, &b))
+        return trace_desync(t, "trace stopped at 0x%llx: an exception came there that vbts neither "
+                            "foresaw nor caught at its handler, and this host (%s) ran the handler "
+                            "without single-steps (the vCPU is at 0x%llx now); the trace ends here "
+                            "rather than miss it", (unsigned long long)p->from, host_kvm_name(),
+                            (unsigned long long)rip);
+    t->tf.since_probe++;
+    if (t->tf.irq_gap && (t->before_regs.rflags & RFLAGS_IF))
+        t->tf.irq_gap--;
     if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
         uint64_t target = p->target_known ? p->target : rip;
         if (rip != target)
@@ -409,14 +531,14 @@ int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     return after(t, &s, rip);
 }
 
-void tf_event(struct trace_vcpu *t, const struct event *ev)
+static void tf_event(struct trace_vcpu *t, const struct event *ev)
 {
     static const unsigned kind[] = {
         [EVENT_EXCEPTION] = VBTS_KIND_EXCEPTION, [EVENT_INTERRUPT] = VBTS_KIND_INTERRUPT,
         [EVENT_NMI] = VBTS_KIND_EXCEPTION, [EVENT_SOFT_INT] = VBTS_KIND_INT,
     };
     window_emit_branch(t, ev->from, ev->to, kind[ev->kind], ev->from_cpl);
-    t->halted = false;
+    t->tf.halted = false;
     if (step_predict(t, false) < 0)
         return;
     t->before_regs = t->cpu->run->s.regs.regs;
@@ -424,3 +546,39 @@ void tf_event(struct trace_vcpu *t, const struct event *ev)
     if (debug_rearm(t->cpu) < 0)
         vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
 }
+
+
+/* Port I/O and MMIO: tf_arm_step reads how KVM completes them. */
+static void tf_completion(struct trace_vcpu *t)
+{
+    (void)t;
+}
+
+/* User mode steps like any other here. */
+static bool tf_user_ok(const struct trace_vcpu *t, const struct cpu_view *v, const struct branch_pred *p)
+{
+    (void)t;
+    (void)v;
+    (void)p;
+    return true;
+}
+
+/* Halted after a HLT it stepped, the vCPU waits for its interrupt in steps (settle_events). */
+static bool tf_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
+{
+    (void)v;
+    return !t->tf.halted;
+}
+
+const struct backend backend_tf = {
+    .name = "stock KVM",
+    .steps_let_in = false,
+    .stepping = tf_stepping,
+    .arm_step = tf_arm_step,
+    .settle = tf_settle,
+    .debug_exit = tf_debug_exit,
+    .event = tf_event,
+    .completion = tf_completion,
+    .user_ok = tf_user_ok,
+    .may_leap = tf_may_leap,
+};

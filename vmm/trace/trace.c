@@ -2,6 +2,7 @@
 /* The trace engine wired to a VM: hooks, exits and notifications it registers. */
 #include "trace/trace.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,12 @@
 
 #include "export/sink.h"
 #include "guest_bts/guest_bts.h"
+#include "trace/backend.h"
 #include "trace/catch.h"
 #include "trace/engine.h"
+#include "trace/exitcheck.h"
 #include "trace/leap.h"
-#include "trace/ustep.h"
 #include "trace/step.h"
-#include "trace/tf.h"
 #include "trace/window.h"
 #include "x86/debug.h"
 #include "x86/event.h"
@@ -30,6 +31,20 @@ static enum vbts_stop_reason stop_reason(enum vm_end e)
     case VM_END_TRACE_DONE: return VBTS_STOP_LIMIT;
     default: return VBTS_STOP_ERROR;
     }
+}
+
+int trace_desync(struct trace_vcpu *t, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    leap_flush_at(t, 0);    /* a stretch in flight ran to nowhere known: none of its records */
+    if (t->tr->sink)
+        sink_stop(t->tr->sink, t->cpu->index, VBTS_STOP_DESYNC);
+    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", msg);
+    return error_fail("%s", msg);
 }
 
 static struct trace_vcpu *of(void *ctx, struct vcpu *cpu)
@@ -64,7 +79,7 @@ static int on_start(struct vcpu *cpu, void *ctx)
     struct trace_vcpu *t = of(ctx, cpu);
     /* Registers arrive with every exit, so a step costs no extra ioctl. */
     cpu->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
-    t->event_vector = -1;
+    t->pvm.event_vector = -1;
     if (!t->tr->sink)
         return 0;
     if (atomic_load(&t->tr->cfg->window) == WINDOW_WAITING) {
@@ -117,9 +132,64 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
     start_reachable(t);
     if (!t->stepping)
         return 0;
-    if (t->tr->tf)
-        return tf_before_run(t);
-    return t->tr->engine == TRACE_ENGINE_BRANCH ? leap_before_run(t) : ustep_before_run(t);
+    return t->tr->engine == TRACE_ENGINE_BRANCH ? leap_before_run(t) : t->tr->be->arm_step(t, false);
+}
+
+static const char *exit_name(uint32_t reason)
+{
+    switch (reason) {
+    case KVM_EXIT_IO: return "port I/O";
+    case KVM_EXIT_MMIO: return "MMIO";
+    case KVM_EXIT_HLT: return "HLT";
+    case KVM_EXIT_SHUTDOWN: return "shutdown";
+    case KVM_EXIT_INTERNAL_ERROR: return "internal error";
+    case KVM_EXIT_X86_RDMSR: return "RDMSR";
+    case KVM_EXIT_X86_WRMSR: return "WRMSR";
+    case KVM_EXIT_SYSTEM_EVENT: return "system event";
+    default: return "other";
+    }
+}
+
+/*
+ * Every exit of a vCPU the engine follows, checked against its prediction
+ * (exitcheck.h): at the instruction it predicted, or on the stretch in
+ * flight; anywhere else, what ran since is read as a step, or the trace
+ * ends here.
+ */
+static int on_any_exit(struct vcpu *cpu, void *ctx)
+{
+    struct trace_vcpu *t = of(ctx, cpu);
+    uint32_t reason = cpu->run->exit_reason;
+    if (!t->stepping || !t->pred_valid)
+        return 0;
+    struct cpu_view v;
+    trace_view(t, &v);
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    bool reset = exitcheck_reset(v.regs, v.sregs);
+    if (t->leap.flight) {
+        enum exitcheck_verdict k = exitcheck_step(reason, rip, rip, reset);
+        if (k == EXITCHECK_NONE || k == EXITCHECK_GONE || stretch_index(&t->leap.s, rip) >= 0)
+            return 0;
+        return trace_desync(t, "trace incomplete: vCPU %d stopped at 0x%llx (%s exit), where the "
+                            "stretch it ran from 0x%llx to 0x%llx does not go", cpu->index,
+                            (unsigned long long)rip, exit_name(reason),
+                            (unsigned long long)t->leap.s.ins[0], (unsigned long long)t->leap.s.end);
+    }
+    t->owed = false;
+    switch (exitcheck_step(reason, t->pred.from, rip, reset)) {
+    case EXITCHECK_OWED:
+        t->owed = true;
+        return 0;
+    case EXITCHECK_RAN:
+        /* The step ended at this exit (the guest's, not one more of the engine's). */
+        if (step_complete(t) < 0)
+            return -1;
+        t->owed = reason == KVM_EXIT_IO || reason == KVM_EXIT_MMIO || reason == KVM_EXIT_X86_RDMSR ||
+                  reason == KVM_EXIT_X86_WRMSR;
+        return 0;
+    default:
+        return 0;
+    }
 }
 
 static int on_thread_end(struct vcpu *cpu, void *ctx)
@@ -134,7 +204,8 @@ static int on_thread_end(struct vcpu *cpu, void *ctx)
 /* Port I/O and MMIO are completed by the monitor: the engine watches, the devices act. */
 static enum vcpu_verdict on_completion(struct vcpu *cpu, void *ctx)
 {
-    step_note_completion(of(ctx, cpu));
+    struct trace_vcpu *t = of(ctx, cpu);
+    t->tr->be->completion(t);
     return VCPU_EXIT_PASS;
 }
 
@@ -149,12 +220,23 @@ static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
     return step_on_debug(of(ctx, cpu), hits);
 }
 
+/*
+ * The monitor raised an event: a stretch in flight ends where it came (its
+ * records up to there are written), and the host reads its delivery.
+ */
 static void on_event(struct vcpu *cpu, const struct event *ev, void *ctx)
 {
-    if (ev->delivered)
-        tf_event(of(ctx, cpu), ev);
-    else
-        step_note_event(of(ctx, cpu), ev->vector);
+    struct trace_vcpu *t = of(ctx, cpu);
+    if (!t->stepping)
+        return;
+    if (t->leap.flight) {
+        struct cpu_view v;
+        trace_view(t, &v);
+        leap_flush_at(t, ev->delivered ? ev->from : cpu_linear_ip(v.regs, v.sregs));
+        if (!ev->delivered && step_predict(t, false) < 0)
+            return;
+    }
+    t->tr->be->event(t, ev);
 }
 
 static int on_bts_change(void *ctx, struct vcpu *cpu)
@@ -176,16 +258,17 @@ struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_
     tr->cfg = c;
     pthread_mutex_init(&tr->catch_lock, NULL);
     tr->gbts = gbts;
-    tr->tf = !host_is_pvm();
+    tr->be = host_is_pvm() ? &backend_pvm : &backend_tf;
     tr->block_irq = debug_can_block_irq(vm);
     for (int i = 0; i < vm->ncpus; i++) {
         tr->cpu[i].tr = tr;
         tr->cpu[i].cpu = &vm->vcpus[i];
-        tr->cpu[i].event_vector = -1;
+        tr->cpu[i].pvm.event_vector = -1;
     }
     if (vcpu_on_hook(vm, VCPU_HOOK_START, on_start, tr) < 0 ||
         vcpu_on_hook(vm, VCPU_HOOK_PRE_RUN, on_pre_run, tr) < 0 ||
         vcpu_on_hook(vm, VCPU_HOOK_THREAD_END, on_thread_end, tr) < 0 ||
+        vcpu_on_hook(vm, VCPU_HOOK_EXIT, on_any_exit, tr) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_IO, on_completion, tr) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_MMIO, on_completion, tr) < 0 ||
         vcpu_on_exit(vm, KVM_EXIT_INTERNAL_ERROR, on_internal_error, tr) < 0 ||
@@ -218,8 +301,13 @@ int trace_record(struct trace *tr, struct vcpu *cpu, bool on)
         return -1;
     if (!t->stepping || was)
         return 0;
-    t->event_vector = -1;
+    t->pvm.event_vector = -1;
     return step_sync_regs(t) < 0 ? -1 : step_predict(t, false);
+}
+
+int trace_pause(struct trace *tr, struct vcpu *cpu)
+{
+    return leap_pause(&tr->cpu[cpu->index]);
 }
 
 int trace_resync(struct trace *tr, struct vcpu *cpu)
@@ -247,15 +335,15 @@ int trace_set_engine(struct trace *t, int asked)
     int fire = host_breakpoints_fire(t->vm->kvm_fd);
     if (fire < 0)
         return -1;
-    /* The branch engine runs where steps are the host's own (kvm_pvm) and breakpoints fire. */
-    bool branch = !t->tf && fire;
-    if (asked == TRACE_ENGINE_BRANCH && !branch)
-        return error_fail("--engine branch: %s", !fire
-                          ? "hardware breakpoints do not fire in this host's guests"
-                          : "this host single-steps with RFLAGS.TF (stock KVM), which the branch "
-                            "engine is not built for; use --engine step");
+    t->bp_fire = fire;
+    /* VBTS_EXCEPTION_WATCH=0: foresight alone, as where breakpoints do not fire (the tests' way there). */
+    const char *w = getenv("VBTS_EXCEPTION_WATCH");
+    t->watch = fire && !(w && !strcmp(w, "0"));
+    /* The branch engine runs where breakpoints fire: stretches end at them. */
+    if (asked == TRACE_ENGINE_BRANCH && !fire)
+        return error_fail("--engine branch: hardware breakpoints do not fire in this host's guests");
     t->engine = asked >= 0 ? (enum trace_engine)asked
-                           : branch ? TRACE_ENGINE_BRANCH : TRACE_ENGINE_STEP;
+                           : fire ? TRACE_ENGINE_BRANCH : TRACE_ENGINE_STEP;
     return 0;
 }
 
@@ -280,7 +368,7 @@ void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *exits)
     for (int i = 0; i < t->vm->ncpus; i++) {
         if (t->sink)
             *branches += sink_branches(t->sink, i);
-        *exits += t->cpu[i].steps + t->cpu[i].leaps;
+        *exits += t->cpu[i].steps + t->cpu[i].leap.stops;
     }
 }
 

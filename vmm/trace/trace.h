@@ -74,6 +74,12 @@ void trace_on_record(struct trace *t, trace_record_fn fn, void *ctx);
  */
 int trace_record(struct trace *t, struct vcpu *cpu, bool on);
 /*
+ * On the vCPU's own thread, between runs: a debugger stops the vCPU, and
+ * reads the records of what ran up to here (a stretch in flight ends at
+ * RIP).  -1 with the error set if the trace ended there.
+ */
+int trace_pause(struct trace *t, struct vcpu *cpu);
+/*
  * On the vCPU's own thread, between runs: a debugger changed its registers
  * or memory.  The registers kvm_run holds are read again (what every
  * exit handler reads), and the instruction the engine foresaw, which may

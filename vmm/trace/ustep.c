@@ -15,10 +15,10 @@
 
 #define VEC_DB 1
 
-bool ustep_can(const struct trace_vcpu *t, const struct cpu_view *v, const struct branch_pred *p)
+bool ustep_can(const struct cpu_view *v, const struct branch_pred *p)
 {
     uint64_t h;
-    if (t->tr->tf || !(v->sregs->efer & EFER_LMA) || cpu_idt_handler(v, VEC_DB, &h) < 0)
+    if (!(v->sregs->efer & EFER_LMA) || cpu_idt_handler(v, VEC_DB, &h) < 0)
         return false;
     if (cpu_cpl(v->sregs) == 3)
         return p->mnemonic != ZYDIS_MNEMONIC_SYSENTER && p->mnemonic != ZYDIS_MNEMONIC_SYSEXIT;
@@ -83,9 +83,9 @@ static int iret_tf(struct trace_vcpu *t, const struct cpu_view *v)
     uint8_t b;
     if (gmem_read_linear(v->mem, &pg, at, &b, 1) != GMEM_OK)
         return 0;       /* IRETQ faults on its frame: no user mode follows */
-    t->iret_at = at;
-    t->iret_byte = b;
-    t->iret_tf = true;
+    t->pvm.iret_at = at;
+    t->pvm.iret_byte = b;
+    t->pvm.iret_tf = true;
     b |= 1;
     gmem_write_linear(v->mem, &pg, at, &b, 1, &fault);
     return 0;
@@ -98,14 +98,14 @@ static void untf(struct trace_vcpu *t)
     const struct kvm_sregs *s = &t->cpu->run->s.regs.sregs;
     struct gmem_paging pg;
     uint64_t fault;
-    if (t->r11_tf) {
+    if (t->pvm.r11_tf) {
         r->r11 &= ~(uint64_t)RFLAGS_TF;
-        t->r11_tf = false;
+        t->pvm.r11_tf = false;
     }
-    if (t->iret_tf) {
+    if (t->pvm.iret_tf) {
         cpu_paging(&t->before_sregs, &pg);
-        gmem_write_linear(&t->cpu->vm->mem, &pg, t->iret_at, &t->iret_byte, 1, &fault);
-        t->iret_tf = false;
+        gmem_write_linear(&t->cpu->vm->mem, &pg, t->pvm.iret_at, &t->pvm.iret_byte, 1, &fault);
+        t->pvm.iret_tf = false;
     }
     unsigned m = t->pred.mnemonic;
     if (t->pred_valid && t->pred.cpl == 3 && (m == ZYDIS_MNEMONIC_PUSHF || m == ZYDIS_MNEMONIC_PUSHFQ) &&
@@ -129,28 +129,28 @@ int ustep_before_run(struct trace_vcpu *t)
     int cpl = cpu_cpl(v.sregs);
     bool into = cpl != 3 && t->pred_valid && t->pred.to_user;
     uint64_t h;
-    if (t->stepping && (cpl == 3 || into) && !t->ustep && cpu_idt_handler(&v, VEC_DB, &h) == 0) {
+    if (t->stepping && (cpl == 3 || into) && !t->pvm.ustep && cpu_idt_handler(&v, VEC_DB, &h) == 0) {
         struct kvm_regs *r = &t->cpu->run->s.regs.regs;
         if (cpl == 3) {
             r->rflags |= RFLAGS_TF;
             if (set_regs(t) < 0)
                 return -1;
         } else if (t->pred.mnemonic == ZYDIS_MNEMONIC_SYSRET) {
-            t->r11_tf = !(r->r11 & RFLAGS_TF);
+            t->pvm.r11_tf = !(r->r11 & RFLAGS_TF);
             r->r11 |= RFLAGS_TF;
             if (set_regs(t) < 0)
                 return -1;
         } else if (iret_tf(t, &v) < 0) {
             return -1;
         }
-        t->ustep = true;
-        t->db_handler = h;
+        t->pvm.ustep = true;
+        t->pvm.db_handler = h;
     }
-    if (t->ustep) {
+    if (t->pvm.ustep) {
         w.nbp = 1;
-        w.bp[0] = t->db_handler;
+        w.bp[0] = t->pvm.db_handler;
     }
-    t->kvm_leap = false;
+    t->leap.armed = false;
     return debug_set(t->cpu, DEBUG_TRACE, &w);
 }
 
@@ -188,8 +188,8 @@ bool ustep_on_debug(struct trace_vcpu *t, unsigned hits)
 {
     struct cpu_view v;
     trace_view(t, &v);
-    t->ustep = false;
-    if (hits && cpu_linear_ip(v.regs, v.sregs) == t->db_handler && restore(t, &v)) {
+    t->pvm.ustep = false;
+    if (hits && cpu_linear_ip(v.regs, v.sregs) == t->pvm.db_handler && restore(t, &v)) {
         t->steps++;
         step_complete(t);
         return true;
@@ -202,7 +202,7 @@ bool ustep_on_debug(struct trace_vcpu *t, unsigned hits)
     struct deliver_before b = { &t->before_regs, &t->before_sregs, t->pred.from + t->pred.len };
     if (cpu_cpl(&t->before_sregs) == 3)
         deliver_untrap(v.mem, &b);
-    bool r11 = t->r11_tf;
+    bool r11 = t->pvm.r11_tf;
     untf(t);
     if (r11)
         set_regs(t);
@@ -211,9 +211,9 @@ bool ustep_on_debug(struct trace_vcpu *t, unsigned hits)
 
 void ustep_cancel(struct trace_vcpu *t)
 {
-    if (!t->ustep)
+    if (!t->pvm.ustep)
         return;
-    t->ustep = false;
+    t->pvm.ustep = false;
     struct kvm_regs *r = &t->cpu->run->s.regs.regs;
     if (cpu_cpl(&t->cpu->run->s.regs.sregs) == 3)
         r->rflags &= ~(uint64_t)RFLAGS_TF;

@@ -21,7 +21,7 @@
 struct trace_vcpu;
 
 /* Can the step about to run (p, at CPL v) be taken in user mode, or into it, here? */
-bool ustep_can(const struct trace_vcpu *t, const struct cpu_view *v, const struct branch_pred *p);
+bool ustep_can(const struct cpu_view *v, const struct branch_pred *p);
 /* Before a step on kvm_pvm: a user SYSCALL run in software, TF where the step needs it. */
 int ustep_before_run(struct trace_vcpu *t);
 /* The engine stops following the vCPU with a user step armed: the monitor's TF goes. */

@@ -108,7 +108,7 @@ int window_enter(struct trace_vcpu *t, bool regs_synced)
     if (step_update(t) < 0 || (!regs_synced && step_sync_regs(t) < 0))
         return -1;
     t->start_ns = clock_monotonic_ns();
-    t->event_vector = -1;
+    t->pvm.event_vector = -1;
     sink_emit_start(t->tr->sink, t->cpu->index);
     t->cr3 = t->cpu->run->s.regs.sregs.cr3;
     sink_emit(t->tr->sink, t->cpu->index, vbts_marker(VBTS_MARK_CTX_ARRIVE, t->cr3, 0));

@@ -128,6 +128,22 @@ int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *
     return 0;
 }
 
+int cpu_undecodable_vector(const struct cpu_view *v, uint64_t lin)
+{
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    size_t n = cpu_fetch(v, lin, buf);
+    if (n == 0)
+        return 14;
+    ZyanStatus st = ZydisDecoderDecodeFull(decoder_for(cpu_mode(v->sregs)), buf, n, &in, ops);
+    if (ZYAN_SUCCESS(st))
+        return -1;
+    if (st == ZYDIS_STATUS_NO_MORE_DATA)
+        return n < ZYDIS_MAX_INSTRUCTION_LENGTH ? 14 : 13;
+    return st == ZYDIS_STATUS_INSTRUCTION_TOO_LONG ? 13 : 6;
+}
+
 int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base)
 {
     enum cpu_mode m = cpu_mode(v->sregs);

@@ -77,6 +77,14 @@ size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf);
 /* The instruction at `lin`, decoded in the vCPU's mode; -1 with *why set. */
 int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
                ZydisDecodedOperand *ops, const char **why);
+/*
+ * The exception fetching and decoding the instruction at `lin` raises when
+ * it does not decode: 14 (#PF) where its bytes run into memory that cannot
+ * be read, 13 (#GP) past 15 bytes, 6 (#UD) for an encoding that is no
+ * instruction (a lock prefix it cannot take, an opcode that does not exist
+ * in this mode); -1 when it decodes.
+ */
+int cpu_undecodable_vector(const struct cpu_view *v, uint64_t lin);
 /* A general-purpose register's value (64/32/16 bits, AL..BL, RIP): 0, or -1 if not one. */
 int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val);
 /* The segment register Zydis names (DS for none). */

@@ -184,7 +184,12 @@ static enum vcpu_verdict on_debug_exit(struct vcpu *cpu, void *ctx)
             hits[d->slot_owner[s]] |= 1u << d->slot_index[s];
             any = true;
         }
-    bool step = !any || (dr6 & DEBUG_DR6_BS);
+    /*
+     * DR6 keeps a single-step's BS bit until something clears it (kvm_amd
+     * hands the VMCB's DR6 on as it is): it means a step only while one
+     * was armed.
+     */
+    bool step = !any || ((dr6 & DEBUG_DR6_BS) && d->stepping);
     if (step)
         done = steps(cpu);
     for (int c = 0; c < DEBUG_NCLIENTS; c++)

@@ -244,6 +244,17 @@ static int divide_check(const struct cpu_view *v, const ZydisDecodedInstruction 
     return GOOD;
 }
 
+/* The instruction writes a segment register: the descriptor's checks are not modelled. */
+static bool segment_load(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    for (unsigned i = 0; i < in->operand_count; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+            ZydisRegisterGetClass(ops[i].reg.value) == ZYDIS_REGCLASS_SEGMENT &&
+            (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            return true;
+    return false;
+}
+
 /* Software interrupts and the exceptions an opcode itself raises. */
 static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *ops, struct delivery *d)
@@ -254,6 +265,13 @@ static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction 
     case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
         set_fault(d, 6, false, 0);
         return FAULTS;
+    case ZYDIS_MNEMONIC_MOV:
+        /* MOV to CS does not exist: #UD. */
+        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_CS) {
+            set_fault(d, 6, false, 0);
+            return FAULTS;
+        }
+        break;
     case ZYDIS_MNEMONIC_INT3:
         *d = (struct delivery){ .kind = DELIVER_TRAP, .vector = 3, .insn_len = in->length };
         return FAULTS;
@@ -297,6 +315,10 @@ static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction 
         set_fault(d, 13, true, 0);
         return FAULTS;
     }
+    /* Far transfers, segment loads, task and system registers: their descriptors decide. */
+    if (segment_load(in, ops) || in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ||
+        in->mnemonic == ZYDIS_MNEMONIC_AAM || in->mnemonic == ZYDIS_MNEMONIC_BOUND)
+        return UNSURE;
     return GOOD;
 }
 
@@ -331,7 +353,12 @@ enum fault_verdict fault_predict(const struct cpu_view *v, const ZydisDecodedIns
     uint64_t rip = cpu_linear_ip(v->regs, v->sregs);
     memset(d, 0, sizeof(*d));
     if (!in) {
-        /* The bytes could not be fetched: a #PF on the first page that is not there. */
+        /* The bytes could not be fetched (a #PF on the first page that is not there), or are no instruction. */
+        int vec = cpu_undecodable_vector(v, rip);
+        if (vec == 6 || vec == 13) {
+            set_fault(d, (unsigned)vec, vec == 13, 0);
+            return FAULT_YES;
+        }
         return fetch_check(v, rip, ZYDIS_MAX_INSTRUCTION_LENGTH, d) == FAULTS ? FAULT_YES
                                                                               : FAULT_UNKNOWN;
     }
@@ -354,4 +381,89 @@ enum fault_verdict fault_page(const struct cpu_view *v, uint64_t lin, uint64_t l
 {
     int c = page_check(v, lin, len, write, false, d);
     return c == GOOD ? FAULT_NONE : c == FAULTS ? FAULT_YES : FAULT_UNKNOWN;
+}
+
+#define V(n) (1u << (n))
+
+/* Instructions of these extensions exist on every x86-64 CPU: no #UD for want of a feature. */
+static bool always_there(const ZydisDecodedInstruction *in)
+{
+    return in->meta.isa_ext == ZYDIS_ISA_EXT_BASE || in->meta.isa_ext == ZYDIS_ISA_EXT_LONGMODE ||
+           in->meta.isa_ext == ZYDIS_ISA_EXT_X87;
+}
+
+uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                         const ZydisDecodedOperand *ops)
+{
+    const struct kvm_sregs *s = v->sregs;
+    struct delivery d;
+    if (!in)
+        return V(14) | V(6) | V(13);
+    uint32_t m = 0;
+    if (page_check(v, lin, in->length, false, true, &d) != GOOD)
+        m |= V(14);                             /* the fetch */
+    const struct kvm_segment *cs = &s->cs;
+    if (cpu_mode(s) != MODE_LONG64 && cpu_mode(s) != MODE_REAL16 && !(cs->base == 0 && cs->limit == 0xffffffff))
+        m |= V(13);                             /* the code segment's limit */
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        const ZydisDecodedOperand *o = &ops[i];
+        if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN ||
+            in->mnemonic == ZYDIS_MNEMONIC_NOP || in->meta.category == ZYDIS_CATEGORY_PREFETCH)
+            continue;
+        m |= V(o->mem.segment == ZYDIS_REGISTER_SS ? 12 : 13);
+        if (s->cr0 & CR0_PG)
+            m |= V(14);
+        if (cpu_cpl(s) == 3 && (s->cr0 & CR0_AM) && (v->regs->rflags & RFLAGS_AC))
+            m |= V(17);
+    }
+    /* A descriptor loaded: not present (#NP, #SS for the stack), not allowed (#GP). */
+    if (segment_load(in, ops) || in->meta.category == ZYDIS_CATEGORY_SYSTEM)
+        m |= V(13) | V(11) | V(12);
+    /* ...and through a call or task gate, a task's state (#TS). */
+    if (in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR || in->meta.category == ZYDIS_CATEGORY_SYSCALL ||
+        in->meta.category == ZYDIS_CATEGORY_SYSRET || in->meta.category == ZYDIS_CATEGORY_INTERRUPT ||
+        in->mnemonic == ZYDIS_MNEMONIC_IRET || in->mnemonic == ZYDIS_MNEMONIC_IRETD ||
+        in->mnemonic == ZYDIS_MNEMONIC_IRETQ)
+        m |= V(13) | V(11) | V(12) | V(10);
+    if ((in->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED) || in->mnemonic == ZYDIS_MNEMONIC_RDTSC ||
+        in->mnemonic == ZYDIS_MNEMONIC_RDTSCP || in->mnemonic == ZYDIS_MNEMONIC_RDPMC ||
+        in->meta.category == ZYDIS_CATEGORY_IO || in->meta.category == ZYDIS_CATEGORY_IOSTRINGOP ||
+        in->mnemonic == ZYDIS_MNEMONIC_CMPXCHG16B)
+        m |= V(13);
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_DIV: case ZYDIS_MNEMONIC_IDIV: case ZYDIS_MNEMONIC_AAM:
+        m |= V(0);
+        break;
+    case ZYDIS_MNEMONIC_BOUND:
+        m |= V(5);
+        break;
+    case ZYDIS_MNEMONIC_INTO:
+        m |= V(4);
+        break;
+    case ZYDIS_MNEMONIC_INT3:
+        m |= V(3);
+        break;
+    case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+        m |= V(6);
+        break;
+    case ZYDIS_MNEMONIC_MOV:
+        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_CS)
+            m |= V(6);
+        break;
+    default:
+        break;
+    }
+    if (in->meta.isa_ext == ZYDIS_ISA_EXT_X87 || in->meta.isa_ext == ZYDIS_ISA_EXT_MMX ||
+        in->meta.exception_class != ZYDIS_EXCEPTION_CLASS_NONE)
+        m |= V(7) | V(16) | V(19) | V(13);
+    if (!always_there(in) || (in->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED))
+        m |= V(6);
+    if ((s->cr4 & CR4_CET) && (in->meta.category == ZYDIS_CATEGORY_RET ||
+                                in->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+                                in->meta.category == ZYDIS_CATEGORY_CALL))
+        m |= V(21);
+    /* An exception on the way into the handler of another: #DF, or the second alone. */
+    if (m & ~(V(14) | V(3) | V(4)))
+        m |= V(8);
+    return m;
 }

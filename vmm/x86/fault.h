@@ -10,7 +10,8 @@
  *
  * FAULT_UNKNOWN is an honest answer: far transfers, segment loads, I/O
  * permission bitmaps, gathers and the like are not modelled; the engine
- * then runs the instruction and checks what happened (docs/engine.md).
+ * then runs the instruction with breakpoints on the handlers of what it
+ * may raise (fault_may_raise), or checks what happened (docs/engine.md).
  */
 #ifndef VBTS_X86_FAULT_H
 #define VBTS_X86_FAULT_H
@@ -30,6 +31,17 @@ enum fault_verdict { FAULT_NONE, FAULT_YES, FAULT_UNKNOWN };
  */
 enum fault_verdict fault_predict(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                                  const ZydisDecodedOperand *ops, struct delivery *d);
+
+/*
+ * Every exception the instruction may raise, a bit per vector (0..31):
+ * what a monitor that lets the CPU run it must watch for, whether
+ * fault_predict can decide it or not.  #DB (the monitor's own steps and
+ * breakpoints) and machine checks are left out; #DF is in wherever a
+ * second exception could come on the way into a handler.  lin: where the
+ * instruction is; in == NULL: its bytes do not decode (#PF, #GP or #UD).
+ */
+uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                         const ZydisDecodedOperand *ops);
 
 /* The page-level checks of a data access of len bytes at lin (#PF, or none). */
 enum fault_verdict fault_page(const struct cpu_view *v, uint64_t lin, uint64_t len, bool write,

@@ -10,17 +10,12 @@
 
 TestSuite(ustep, .init = machine_setup, .fini = machine_teardown);
 
-static struct trace tr;
-static struct trace_vcpu t;
-
 static struct branch_pred at(const uint8_t *bytes, size_t n)
 {
     code(bytes, n);
     struct branch_pred p;
     const char *why;
     cr_assert_eq(branch_predict(&view, &p, &why), 0);
-    tr = (struct trace){ .tf = false };
-    t = (struct trace_vcpu){ .tr = &tr };
     return p;
 }
 
@@ -29,11 +24,9 @@ Test(ustep, user_mode_needs_the_guests_db_gate)
     static const uint8_t nop[] = { 0x90 };
     to_user();
     struct branch_pred p = at(nop, sizeof(nop));
-    cr_assert_not(ustep_can(&t, &view, &p), "no gate for vector 1");
+    cr_assert_not(ustep_can(&view, &p), "no gate for vector 1");
     gate64(1, 0x30000, 0x08, 0xe, 0, 0);
-    cr_assert(ustep_can(&t, &view, &p));
-    tr.tf = true;
-    cr_assert_not(ustep_can(&t, &view, &p), "hosts that step with TF do it their way (tf.c)");
+    cr_assert(ustep_can(&view, &p));
 }
 
 Test(ustep, into_user_mode_by_iretq_or_sysret_only)
@@ -49,17 +42,17 @@ Test(ustep, into_user_mode_by_iretq_or_sysret_only)
                          retfq[] = { 0x48, 0xcb }, sysexit[] = { 0x0f, 0x35 };
     struct branch_pred p = at(iretq, sizeof(iretq));
     cr_assert(p.to_user);
-    cr_assert(ustep_can(&t, &view, &p));
+    cr_assert(ustep_can(&view, &p));
     p = at(sysret, sizeof(sysret));
     cr_assert(p.to_user);
     cr_assert_eq(p.target, regs.rcx, "SYSRET goes to RCX");
-    cr_assert(ustep_can(&t, &view, &p));
+    cr_assert(ustep_can(&view, &p));
     p = at(retfq, sizeof(retfq));
     cr_assert(p.to_user);
-    cr_assert_not(ustep_can(&t, &view, &p), "a far return carries no RFLAGS");
+    cr_assert_not(ustep_can(&view, &p), "a far return carries no RFLAGS");
     to_user();
     p = at(sysexit, sizeof(sysexit));
-    cr_assert_not(ustep_can(&t, &view, &p));
+    cr_assert_not(ustep_can(&view, &p));
 }
 
 Test(ustep, not_outside_long_mode)
@@ -69,5 +62,5 @@ Test(ustep, not_outside_long_mode)
     to_user();
     struct branch_pred p = at(nop, sizeof(nop));
     sregs.efer = 0;
-    cr_assert_not(ustep_can(&t, &view, &p));
+    cr_assert_not(ustep_can(&view, &p));
 }

@@ -164,3 +164,67 @@ Test(fault, fetch_and_what_touches_nothing)
     cr_assert_eq(predict(&d), FAULT_YES, "misaligned movaps");
     cr_assert_eq(d.vector, 13);
 }
+
+/* What the bytes and operands do not foretell: the handlers to watch instead (fault_may_raise). */
+static uint32_t may_raise(void)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint64_t rip = cpu_linear_ip(&regs, &sregs);
+    if (cpu_decode(&view, rip, &in, ops, &why))
+        return fault_may_raise(&view, rip, NULL, NULL);
+    return fault_may_raise(&view, rip, &in, ops);
+}
+
+#define V(n) (1u << (n))
+
+Test(fault, segment_loads_and_bad_encodings)
+{
+    struct delivery d;
+    code((uint8_t[]){ 0x8e, 0xd8 }, 2);                 /* mov ds, ax */
+    cr_assert_eq(predict(&d), FAULT_UNKNOWN, "the descriptor's checks are not modelled");
+    cr_assert_eq(may_raise() & (V(13) | V(11) | V(12)), V(13) | V(11) | V(12), "#GP, #NP, #SS");
+    code((uint8_t[]){ 0x8e, 0xc8 }, 2);                 /* mov cs, ax */
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert_eq(d.vector, 6, "MOV to CS does not exist");
+    code((uint8_t[]){ 0xf0, 0x01, 0xd8 }, 3);           /* lock add eax, ebx */
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert_eq(d.vector, 6, "a lock prefix the instruction cannot take");
+    cr_assert_eq(may_raise(), V(14) | V(6) | V(13));
+    code((uint8_t[]){ 0xff, 0x2c, 0x25, 0x00, 0x00, 0x03, 0x00 }, 7);      /* jmp far [0x30000] */
+    cr_assert_eq(predict(&d), FAULT_UNKNOWN, "a far transfer's selector decides");
+}
+
+Test(fault, what_a_plain_instruction_may_raise)
+{
+    code((uint8_t[]){ 0x48, 0x01, 0xd8 }, 3);           /* add rax, rbx */
+    cr_assert_eq(may_raise(), 0, "registers only: nothing");
+    code((uint8_t[]){ MOV_RAX_RBX_MEM }, 3);
+    regs.rbx = 0x20000;
+    cr_assert_eq(may_raise(), V(13) | V(14) | V(8), "#GP, #PF, and a #DF on the way into either");
+    code((uint8_t[]){ 0x50 }, 1);                       /* push rax */
+    cr_assert(may_raise() & V(12), "a stack access: #SS");
+    code((uint8_t[]){ 0xf7, 0xf1 }, 2);                 /* div ecx */
+    cr_assert(may_raise() & V(0));
+    code((uint8_t[]){ 0xf3, 0x0f, 0xb8, 0xc3 }, 4);     /* popcnt eax, ebx: an extension */
+    cr_assert(may_raise() & V(6), "#UD where the CPU lacks it");
+    PTE(0x10000, 0);                                    /* the code's own page gone */
+    cr_assert(may_raise() & V(14), "the fetch");
+}
+
+Test(fault, undecodable_bytes_say_which_exception)
+{
+    code((uint8_t[]){ 0xf0, 0x90 }, 2);                 /* lock nop */
+    cr_assert_eq(cpu_undecodable_vector(&view, regs.rip), 6);
+    code((uint8_t[]){ 0x90 }, 1);
+    cr_assert_eq(cpu_undecodable_vector(&view, regs.rip), -1);
+    /* An instruction cut off by a page that is not there. */
+    regs.rip = 0x11ffe;
+    code((uint8_t[]){ 0x48, 0x8b }, 2);
+    PTE(0x12000, 0);
+    cr_assert_eq(cpu_undecodable_vector(&view, regs.rip), 14);
+    regs.rip = 0x13000;
+    PTE(0x13000, 0);
+    cr_assert_eq(cpu_undecodable_vector(&view, regs.rip), 14);
+}

@@ -40,8 +40,9 @@ Test(names, stop_reason_names)
     cr_assert_str_eq(vbts_stop_reason_name(VBTS_STOP_UNSUPPORTED), "unsupported");
     cr_assert_str_eq(vbts_stop_reason_name(VBTS_STOP_INTERRUPTED), "interrupted");
     cr_assert_str_eq(vbts_stop_reason_name(VBTS_STOP_ERROR), "error");
-    cr_assert_eq(VBTS_STOP_REASON_MAX_, 6);
-    cr_assert_null(vbts_stop_reason_name(6));
+    cr_assert_str_eq(vbts_stop_reason_name(VBTS_STOP_DESYNC), "desync");
+    cr_assert_eq(VBTS_STOP_REASON_MAX_, 7);
+    cr_assert_null(vbts_stop_reason_name(7));
 }
 
 Test(names, strerror_messages)

@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kvm_pvm behind the engines' seam (backend.h).  That host emulates CPL0
+ * code and single-steps it with an exit per instruction, handlers
+ * included, delivering interrupts and exceptions itself during the step;
+ * so a step that did not end where its instruction goes had an event, and
+ * its vector is the IDT handler that explains the new RIP (attrib.c).  It
+ * swallows some step exits, each read here only when nothing contradicts
+ * the reading (docs/engine.md):
+ *
+ *  - the first instruction of an exception handler, and the instruction
+ *    after IRET, have no step exit of their own;
+ *  - after MOV SS/POP SS (architectural) and after an instruction the
+ *    monitor completed (port I/O, MMIO), the next may run in the same step.
+ *
+ * User mode runs natively there and is stepped through the guest's own
+ * #DB handler (ustep.c).  Steps let interrupts in: the host delivers them
+ * during the step, and they are read like any other event.
+ */
+#include "trace/backend.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "trace/attrib.h"
+#include "trace/leap.h"
+#include "trace/step.h"
+#include "trace/ustep.h"
+#include "trace/window.h"
+#include "x86/deliver.h"
+#include "x86/arch.h"
+#include "x86/debug.h"
+
+static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
+                         bool allow_indirect, struct branch_pred *rec, bool *has_rec)
+{
+    return attrib_skip(v, lin, rip, ATTRIB_SKIP_MAX, allow_indirect, rec, has_rec);
+}
+
+static void emit_skipped(struct trace_vcpu *t, const struct branch_pred *s)
+{
+    window_emit_branch(t, s->from, s->target, s->kind, s->cpl);
+}
+
+/*
+ * The step ended somewhere the instruction at `from` cannot go: an event
+ * was delivered there, and the handler's first instruction may have run
+ * without a step exit of its own.  `hint` is the vector the monitor
+ * injected or the instruction is known to raise, or -1; `only` restricts
+ * the search to it.
+ */
+static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint64_t from,
+                           int cpl, int hint, bool only, unsigned kind, uint64_t rip)
+{
+    struct attrib_event a;
+    attrib_event(v, rip, hint, only, ATTRIB_SKIP_MAX, &a);
+    if (a.status != ATTRIB_OK) {
+        char many[64];
+        snprintf(many, sizeof(many), "several IDT handlers explain (vectors %d and %d)", a.vector, a.other);
+        return trace_desync(t, "trace lost step synchronisation: the instruction at 0x%llx was "
+                            "followed by 0x%llx, which %s", (unsigned long long)from,
+                            (unsigned long long)rip, a.status == ATTRIB_NONE ? "no IDT handler explains" : many);
+    }
+    window_emit_branch(t, from, a.handler, attrib_kind(kind, a.vector), cpl);
+    if (a.has_skip)
+        emit_skipped(t, &a.skip);
+    return 0;
+}
+/*
+ * The stack pointer is not where the instructions from the predicted one
+ * to `rip` leave it: an event pushed its frame.  (In the widths the mode
+ * keeps: a 32-bit stack wraps in ESP.)
+ */
+static bool event_moved_sp(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    int64_t d;
+    /* Most steps leave RSP alone: no decoding for them. */
+    if (v->regs->rsp == t->before_regs.rsp ||
+        !attrib_run_sp(v, t->pred.from, rip, ATTRIB_SKIP_MAX + 1, &d))
+        return false;
+    uint64_t want = t->before_regs.rsp + (uint64_t)d, got = v->regs->rsp;
+    if (cpu_mode(v->sregs) != MODE_LONG64) {
+        want = (uint32_t)want;
+        got = (uint32_t)got;
+    }
+    return want != got;
+}
+
+/*
+ * The instruction after the predicted one ran unseen (its step went with a
+ * port write's completion, or a MOV SS shadow), and it is a return: IRET,
+ * RET or RETF.  Its target is on the stack as the predicted instruction
+ * left it, which did not move the stack pointer: read it there, not from
+ * where the step ended, since the target's own first instruction may have
+ * run in the same step (after IRET, on kvm_pvm).  0: recorded; -1: the
+ * trace ends; 1: not such a return.
+ */
+static int skipped_return(struct trace_vcpu *t, const struct cpu_view *v, uint64_t next, uint64_t rip)
+{
+    struct branch_pred r, s;
+    const char *why;
+    int64_t d;
+    if (branch_predict_at(v, next, &r, &why) < 0 ||
+        (r.kind != VBTS_KIND_IRET && r.kind != VBTS_KIND_RET &&
+         !(r.kind == VBTS_KIND_FAR && r.mnemonic == ZYDIS_MNEMONIC_RET)))
+        return 1;
+    if (!attrib_run_sp(v, t->pred.from, next, 1, &d) || d != 0)
+        return 1;
+    struct kvm_regs regs = t->before_regs;
+    regs.rip += t->pred.len;
+    struct cpu_view before = { v->mem, &regs, &t->before_sregs };
+    bool has_skip;
+    if (branch_predict(&before, &r, &why) < 0 || !r.target_known) {
+        return trace_desync(t, "trace lost step synchronisation: the return at 0x%llx ran without a "
+                            "step exit, and its target cannot be read from its stack",
+                            (unsigned long long)next);
+    }
+    if (rip != r.target && !explain_skip(v, r.target, rip, false, &s, &has_skip)) {
+        return trace_desync(t, "trace lost step synchronisation: the return at 0x%llx goes to 0x%llx, "
+                            "and the vCPU is at 0x%llx, which that cannot reach",
+                            (unsigned long long)next, (unsigned long long)r.target, (unsigned long long)rip);
+    }
+    window_emit_branch(t, next, r.target, r.kind, r.cpl);
+    if (rip != r.target && has_skip)
+        emit_skipped(t, &s);
+    return 0;
+}
+
+/*
+ * The state IRETQ leaves (RIP, CS, RFLAGS, RSP, SS from the frame at RSP),
+ * on r and s; the general registers stay.  -1 if the frame cannot be
+ * read or a selector not resolved.
+ */
+static int after_iretq(const struct cpu_view *v, const uint64_t *frame, struct kvm_regs *r,
+                       struct kvm_sregs *s)
+{
+    uint64_t f[5];
+    const char *why;
+    struct kvm_segment cs, ss;
+    if (frame)
+        memcpy(f, frame, sizeof(f));
+    else if (cpu_read_linear(v, cpu_stack_base(s) + r->rsp, f, sizeof(f)) < 0)
+        return -1;
+    if (deliver_segment(v->mem, s, (uint16_t)f[1], &cs, &why) < 0)
+        return -1;
+    if ((uint16_t)f[4] & ~3u) {
+        if (deliver_segment(v->mem, s, (uint16_t)f[4], &ss, &why) < 0)
+            return -1;
+        s->ss = ss;
+    }
+    s->cs = cs;
+    r->rip = f[0];
+    r->rflags = f[2] | 2;
+    r->rsp = f[3];
+    return 0;
+}
+
+/*
+ * After IRETQ the instruction at its target runs without a step exit of
+ * its own, and after one more IRETQ the next as well (`iretq; iretq; jmp`
+ * runs in one step).  Each is read with the registers it saw: those before
+ * the step, as IRETQ leaves the general ones and its frame gives the rest,
+ * so that indirect targets are exact, never taken on trust.  The first
+ * IRETQ's frame is the one read before the step: an event at the end of
+ * it (a user-mode step's #DB) may have pushed its own frame over it.
+ */
+static int after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    struct kvm_regs r = t->before_regs;
+    struct kvm_sregs s = t->before_sregs;
+    struct cpu_view sim = { v->mem, &r, &s };
+    struct branch_pred p = t->pred;
+    const char *why;
+    for (int n = 0; n < ATTRIB_SKIP_MAX; n++) {
+        if (cpu_mode(&s) != MODE_LONG64 || p.len != 2 ||
+            after_iretq(&sim, n == 0 && t->pvm.frame_valid ? t->pvm.frame : NULL, &r, &s) < 0)
+            return trace_desync(t, "trace lost step synchronisation: the IRET at 0x%llx ran without a "
+                                "step exit, and where it returns cannot be read from its frame",
+                                (unsigned long long)p.from);
+        uint64_t at = cpu_linear_ip(&r, &s);
+        window_emit_branch(t, p.from, at, p.kind, p.cpl);
+        if (at == rip)
+            return 0;
+        if (branch_predict(&sim, &p, &why) < 0)
+            break;
+        if (p.kind == VBTS_KIND_IRET)
+            continue;
+        bool branch = p.kind != VBTS_KIND_UNKNOWN && p.taken;
+        if (branch ? p.target_known && p.target == rip : at + p.len == rip) {
+            if (branch)
+                window_emit_branch(t, p.from, p.target, p.kind, p.cpl);
+            return 0;
+        }
+        break;
+    }
+    return attribute_event(t, v, cpu_linear_ip(&r, &s), cpu_cpl(&s), -1, false, VBTS_KIND_EXCEPTION, rip);
+}
+
+/*
+ * What a branch whose target is not known does to the stack pointer: a
+ * far jmp nothing, a far call pushes CS and the return address.  An event
+ * always moves it (its frame), so a step that moved it otherwise was one.
+ */
+static bool sp_moved_unlike(const struct trace_vcpu *t, const struct cpu_view *v)
+{
+    const struct branch_pred *p = &t->pred;
+    unsigned w = cpu_stack_width(&t->before_sregs) / 8;
+    int64_t d;
+    if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_JMP_IND || p->kind == VBTS_KIND_JCC)
+        d = 0;
+    else if (p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_CALL_IND)
+        d = -(int64_t)w;
+    else if (p->kind == VBTS_KIND_FAR && p->mnemonic == ZYDIS_MNEMONIC_JMP)
+        d = 0;
+    else if (p->kind == VBTS_KIND_FAR && p->mnemonic == ZYDIS_MNEMONIC_CALL)
+        d = -2 * (int64_t)w;
+    else
+        return false;
+    return v->regs->rsp != t->before_regs.rsp + (uint64_t)d;
+}
+
+/* Account for the instruction predicted in t->pred, now that the vCPU is at `rip`. */
+static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    const struct branch_pred *p = &t->pred;
+    struct branch_pred skip;
+    bool has_skip;
+
+    if (t->pvm.event_vector >= 0) {
+        /* The monitor injected an event: it was delivered before p ran. */
+        int vec = t->pvm.event_vector;
+        t->pvm.event_vector = -1;
+        unsigned kind = p->kind == VBTS_KIND_INT ? VBTS_KIND_INT     /* int3 completed for the host */
+                        : vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT;
+        return attribute_event(t, v, p->from, p->cpl, vec, true, kind, rip);
+    }
+    if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
+        uint64_t target = p->target_known ? p->target : rip;
+        if (!p->target_known && sp_moved_unlike(t, v))
+            return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
+                                   VBTS_KIND_EXCEPTION, rip);
+        if (rip == target) {
+            window_emit_branch(t, p->from, target, p->kind, p->cpl);
+            return 0;
+        }
+        /* INT n: its handler's first instruction may have run unseen (kvm_pvm). */
+        if (p->kind == VBTS_KIND_INT && p->target_known) {
+            if (explain_skip(v, p->target, rip, true, &skip, &has_skip)) {
+                window_emit_branch(t, p->from, p->target, p->kind, p->cpl);
+                if (has_skip)
+                    emit_skipped(t, &skip);
+                return 0;
+            }
+            return attribute_event(t, v, p->from, p->cpl, -1, false, VBTS_KIND_EXCEPTION, rip);
+        }
+        /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
+        if (!p->target_known || (p->kind != VBTS_KIND_IRET && p->mnemonic != ZYDIS_MNEMONIC_SYSRET))
+            return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
+                                   VBTS_KIND_EXCEPTION, rip);
+        if (p->kind == VBTS_KIND_IRET)
+            return after_iret(t, v, rip);
+        /*
+         * Into user mode after SYSRET the target's own step exit is
+         * swallowed: that trap comes through the guest's #DB handler
+         * (trace/ustep.c).
+         */
+        window_emit_branch(t, p->from, target, p->kind, p->cpl);
+        if (explain_skip(v, target, rip, true, &skip, &has_skip)) {
+            if (has_skip)
+                emit_skipped(t, &skip);
+            return 0;
+        }
+        return attribute_event(t, v, target, cpu_cpl(v->sregs), -1, false,
+                               VBTS_KIND_EXCEPTION, rip);
+    }
+    uint64_t next = p->from + p->len;
+    /* A REP string instruction steps once per iteration, in place. */
+    if (rip == p->from)
+        return 0;
+    /*
+     * Straight-line code may explain `rip`, also where an exception's
+     * handler starts right after the faulting instruction.  That reading
+     * holds only if nothing contradicts it: the instruction cannot fault
+     * for sure (ud2), and the stack pointer moved only if the code did.
+     */
+    if (p->vector_hint < 0 && !event_moved_sp(t, v, rip)) {
+        if (rip == next)
+            return 0;
+        int r = skipped_return(t, v, next, rip);
+        if (r != 1)
+            return r;
+        if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
+            if (has_skip)
+                emit_skipped(t, &skip);
+            return 0;
+        }
+    }
+    return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
+}
+
+static int pvm_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    int r = settle(t, v, rip);
+    t->pvm.frame_valid = false;
+    return r;
+}
+
+static int pvm_stepping(struct trace_vcpu *t, bool on, struct debug_want *w)
+{
+    (void)w;    /* steps let interrupts in: the host delivers them during the step */
+    if (!on)
+        ustep_cancel(t);
+    return 0;
+}
+
+static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
+{
+    (void)let_in;
+    if (ustep_before_run(t) < 0)
+        return -1;
+    /* An IRETQ's frame as it is before the step (after_iret). */
+    struct cpu_view v;
+    trace_view(t, &v);
+    t->pvm.frame_valid = t->pred_valid && t->pred.kind == VBTS_KIND_IRET &&
+                         cpu_read_linear(&v, cpu_stack_base(v.sregs) + v.regs->rsp, t->pvm.frame,
+                                         sizeof(t->pvm.frame)) == 0;
+    return 0;
+}
+
+static bool pvm_debug_exit(struct trace_vcpu *t, unsigned hits)
+{
+    return t->pvm.ustep && ustep_on_debug(t, hits);
+}
+
+/* The next step shows the event's delivery: attributed to exactly this vector. */
+static void pvm_event(struct trace_vcpu *t, const struct event *ev)
+{
+    if (t->stepping)
+        t->pvm.event_vector = ev->vector;
+}
+
+/*
+ * An instruction finished by the monitor (port I/O, MMIO) may complete
+ * together with the next one before KVM reports a step (seen on kvm_pvm:
+ * `mov [apic], eax; sti` gave one step exit).  A stretch goes on after
+ * MMIO as before it.
+ */
+static void pvm_completion(struct trace_vcpu *t)
+{
+    if (!t->leap.flight && t->pred_valid && t->pred.kind == VBTS_KIND_UNKNOWN)
+        t->pred.shadow = true;
+}
+
+static bool pvm_user_ok(const struct trace_vcpu *t, const struct cpu_view *v, const struct branch_pred *p)
+{
+    (void)t;
+    return ustep_can(v, p);
+}
+
+/*
+ * After a step the vCPU may be halted: at a HLT, waiting for an interrupt,
+ * which a stretch would hold back; or left so by the host though it runs
+ * on (x86/hostcompat.c, after_stepping), which KVM would honour under a
+ * stretch's breakpoints as under no debugging at all.  The first is
+ * stepped until the interrupt comes; the second made runnable.  An event
+ * the monitor raised shows itself at the next step.
+ */
+static bool pvm_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
+{
+    if (t->pvm.event_vector >= 0)
+        return false;
+    if (t->leap.armed || !arch_vm(t->cpu->vm)->irqchip)
+        return true;
+    struct kvm_mp_state mp;
+    uint8_t b;
+    if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
+        return true;
+    if (cpu_read_linear(v, cpu_linear_ip(v->regs, v->sregs) - 1, &b, 1) == 0 && b == 0xf4)
+        return false;
+    mp.mp_state = KVM_MP_STATE_RUNNABLE;
+    ioctl(t->cpu->fd, KVM_SET_MP_STATE, &mp);
+    return true;
+}
+
+const struct backend backend_pvm = {
+    .name = "kvm_pvm",
+    .steps_let_in = true,
+    .stepping = pvm_stepping,
+    .arm_step = pvm_arm_step,
+    .settle = pvm_settle,
+    .debug_exit = pvm_debug_exit,
+    .event = pvm_event,
+    .completion = pvm_completion,
+    .user_ok = pvm_user_ok,
+    .may_leap = pvm_may_leap,
+};

@@ -23,10 +23,11 @@ case $VBTS_HOST in
 kvm_pvm) tf=0 ;;
 *) tf=1 ;;
 esac
-case $VBTS_HOST in
-lab/*) [ "${LAB_QEMU:-}" = system ] && engines=step || engines="step branch" ;;
-*) engines="step branch" ;;
-esac
+# QEMU 7.2's nested SVM fires no breakpoint (LAB_QEMU=system): there
+# exceptions are only foreseen, whatever VBTS_EXCEPTION_WATCH says.
+fires=1
+case $VBTS_HOST in lab/*) [ "${LAB_QEMU:-}" = system ] && fires=0 ;; esac
+[ $fires = 1 ] && engines="step branch" || engines=step
 
 for name in unforeseen32 unforeseen64; do
     bin=$STUBS/$name.bin map=$STUBS/$name.map
@@ -43,7 +44,7 @@ for name in unforeseen32 unforeseen64; do
             "$VBTS_DECODE" --format json "$TMP/t.vbts" >"$TMP/t.json" 2>"$TMP/derr" || dst=$?
             "$ORACLE/vbts-records" --image "$bin" "$TMP/t.json" >"$TMP/t.rec" 2>/dev/null
             got=$(wc -l <"$TMP/t.rec")
-            if [ $w = 1 ] || [ $tf = 0 ]; then
+            if { [ $w = 1 ] && [ $fires = 1 ]; } || [ $tf = 0 ]; then
                 if [ $st = "$status" ] && [ $dst = 0 ] && cmp -s "$TMP/$name.exp" "$TMP/t.rec"; then
                     ok "$what: exact, $n records, status $st"
                 else

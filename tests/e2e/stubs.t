@@ -69,6 +69,15 @@ for name in "${stubs[@]}"; do
         skip "$name: vbts trace == annotations" "no monitor at $VBTS"
         continue
     fi
+    # Exceptions no foresight sees are caught at their handlers by
+    # breakpoints; where a stock KVM host fires none (QEMU 7.2's nested SVM,
+    # LAB_QEMU=system) the trace stops there instead, which exact.t checks.
+    case $name:$VBTS_HOST:${LAB_QEMU:-} in
+    unforeseen*:lab/*:system)
+        skip "$name: vbts exit status $status" "this host's guests fire no breakpoints: a clear stop (exact.t)"
+        skip "$name: vbts trace == annotations" "this host's guests fire no breakpoints: a clear stop (exact.t)"
+        continue ;;
+    esac
     trace=$TMP/$name.vbts
     run_vbts "$BIN" "$trace" "$TMP/$name.run"
     if [ "$VBTS_STATUS" = "$status" ]; then

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "boot/image.h"
+#include "cli/fatal.h"
 #include "cli/options.h"
 #include "cli/sandbox.h"
 #include "cli/user.h"
@@ -253,6 +254,8 @@ static int run_vm(struct run *r, double *elapsed)
     sigaddset(&sc.set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (fatal_install() < 0)
+        die("%s", error_last());
     pthread_t sig_tid;
     pthread_create(&sig_tid, NULL, signal_thread, &sc);
 

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The monitor's own fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+ * SIGTRAP), said in one line before the monitor dies by them as it would
+ * have: which signal, at what address, and whose it likely is.  A guest
+ * may fault; the monitor's process should never get these, and when the
+ * host's kernel sends one (a debug trap the monitor never armed), the user
+ * learns it from the line rather than from a bare status.
+ */
+#ifndef VBTS_CLI_FATAL_H
+#define VBTS_CLI_FATAL_H
+
+/* 0, or -1 with the error set. */
+int fatal_install(void);
+
+#endif

@@ -66,6 +66,9 @@ static int take_branches(struct trace_vcpu *t, const struct cpu_view *v)
     int n = 0;
     while (n < LEAP_TAKE_MAX && t->stepping && t->pred_valid) {
         struct branch_pred p = t->pred;
+        /* A debugger's breakpoint here, or its watchpoint anywhere, fires when the CPU runs the code. */
+        if (debug_others_break_at(t->cpu, DEBUG_TRACE, p.from))
+            break;
         if (!stretch_take(v, &p, r))
             break;
         n++;

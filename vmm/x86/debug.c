@@ -129,6 +129,20 @@ int debug_bps_of_others(const struct vcpu *cpu, enum debug_client who)
     return n > DEBUG_MAX_BP ? DEBUG_MAX_BP : n;
 }
 
+bool debug_others_break_at(const struct vcpu *cpu, enum debug_client who, uint64_t lin)
+{
+    const struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    for (int c = 0; c < DEBUG_NCLIENTS; c++) {
+        const struct debug_want *w = &d->want[c];
+        if (c == (int)who || w->unless_stepped)
+            continue;
+        for (int i = 0; i < w->nbp; i++)
+            if (w->bp_rw[i] != DEBUG_RW_EXEC || w->bp[i] == lin)
+                return true;
+    }
+    return false;
+}
+
 bool debug_stepping(const struct vcpu *cpu)
 {
     return arch_vcpu(cpu)->dbg.stepping;

@@ -75,6 +75,13 @@ int debug_slots_left(const struct vcpu *cpu, enum debug_client who);
  */
 int debug_bps_of_others(const struct vcpu *cpu, enum debug_client who);
 
+/*
+ * Another client than `who` has an execution breakpoint at `lin`, or a data
+ * breakpoint anywhere: code the monitor runs in software must stop there
+ * (or not run), for the CPU to fire it.
+ */
+bool debug_others_break_at(const struct vcpu *cpu, enum debug_client who, uint64_t lin);
+
 /* The host's KVM holds interrupts back for a stepping client (Linux 5.16+). */
 bool debug_can_block_irq(const struct vm *vm);
 

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <linux/kvm.h>
 
+#include "core/vcpu.h"
+#include "x86/arch.h"
 #include "x86/debug.h"
 
 static struct debug_state d;
@@ -76,4 +78,20 @@ Test(debug, a_watchpoint_sets_its_rw_and_len_fields)
                  0x5ull | 1ull << 16 | 3ull << 18 | 3ull << 20 | 2ull << 22,
                  "L0 L1; write, 4 bytes; access, 8 bytes");
     cr_assert_eq(d.slot_owner[1], DEBUG_GDB);
+}
+
+Test(debug, code_run_in_software_stops_at_other_clients_breakpoints)
+{
+    struct arch_vcpu a = { 0 };
+    struct vcpu c = { .arch = &a };
+    a.dbg.want[DEBUG_TRACE] = (struct debug_want){ .nbp = 1, .bp = { 0x1000 } };
+    cr_assert_not(debug_others_break_at(&c, DEBUG_TRACE, 0x1000), "the engine's own");
+    a.dbg.want[DEBUG_GDB] = (struct debug_want){ .nbp = 1, .bp = { 0x2000 } };
+    cr_assert(debug_others_break_at(&c, DEBUG_TRACE, 0x2000), "gdb's hbreak");
+    cr_assert_not(debug_others_break_at(&c, DEBUG_TRACE, 0x2001));
+    a.dbg.want[DEBUG_GDB].unless_stepped = true;
+    cr_assert_not(debug_others_break_at(&c, DEBUG_TRACE, 0x2000), "a wish that yields to steps");
+    a.dbg.want[DEBUG_GDB] = (struct debug_want){ .nbp = 1, .bp = { 0x3000 }, .bp_rw = { DEBUG_RW_WRITE },
+                                                 .bp_len = { 3 } };
+    cr_assert(debug_others_break_at(&c, DEBUG_TRACE, 0x9999), "a watchpoint: anywhere");
 }

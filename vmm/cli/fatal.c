@@ -1,53 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 #include "cli/fatal.h"
 
+#include <pthread.h>
 #include <signal.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "core/error.h"
 
-static char *put(char *p, const char *s)
+char *fatal_put(char *p, const char *s)
 {
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
+    while (*s)
+        *p++ = *s++;
+    return p;
 }
 
-static char *put_hex(char *p, unsigned long v)
+char *fatal_put_num(char *p, unsigned long v, unsigned base)
 {
-    char d[16];
+    char d[24];
     int n = 0;
-    do {
-        d[n++] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v);
-    p = put(p, "0x");
+    do
+        d[n++] = "0123456789abcdef"[v % base];
+    while ((v /= base) && n < (int)sizeof(d));
     while (n)
         *p++ = d[--n];
     return p;
 }
 
-/*
- * The line, then death by the signal as without a handler.  Only
- * async-signal-safe calls: write(2), signal, sigprocmask, raise, _exit.
- */
-static void on_fatal(int sig, siginfo_t *si, void *uc)
+void fatal_die(int sig, const char *line, size_t len)
 {
-    (void)uc;
-    char line[320], *p = put(line, "vbts: the monitor got ");
-    p = put(p, sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL"
-               : sig == SIGFPE ? "SIGFPE" : "SIGTRAP");
-    p = put(put_hex(put(p, " at address "), (unsigned long)si->si_addr), ": ");
-    if (sig == SIGTRAP)
-        p = put(p, "a debug trap in its own code, which it never arms: the host's kernel sent it "
-                   "(docs/host-compat.md)");
-    else if (si->si_code <= 0)
-        p = put(p, "sent by a process");
-    else
-        p = put(p, "a bug in vbts; please report it with the guest that ran");
-    p = put(p, "; the trace is cut off here\n");
-    ssize_t w = write(STDERR_FILENO, line, (size_t)(p - line));
+    ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
     signal(sig, SIG_DFL);
     sigset_t set;
@@ -56,6 +37,24 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     raise(sig);
     _exit(128 + sig);
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    char line[320], *p = fatal_put(line, "vbts: the monitor got ");
+    p = fatal_put(p, sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL"
+                     : sig == SIGFPE ? "SIGFPE" : "SIGTRAP");
+    p = fatal_put_num(fatal_put(p, " at address 0x"), (unsigned long)si->si_addr, 16);
+    if (sig == SIGTRAP)
+        p = fatal_put(p, ": a debug trap in its own code, which it never arms: the host's kernel "
+                         "sent it (docs/host-compat.md)");
+    else if (si->si_code <= 0)
+        p = fatal_put(p, ": sent by a process");
+    else
+        p = fatal_put(p, ": a bug in vbts; please report it with the guest that ran");
+    p = fatal_put(p, "; the trace is cut off here\n");
+    fatal_die(sig, line, (size_t)(p - line));
 }
 
 int fatal_install(void)

@@ -18,6 +18,7 @@
 #include <linux/kvm.h>
 #include <linux/sched.h>
 
+#include "cli/fatal.h"
 #include "core/error.h"
 #include "x86/host.h"
 
@@ -77,50 +78,22 @@ static const char *names[NAMED_SYSCALLS];
 /* System calls allowed with some arguments: the message says so. */
 static bool narrowed[NAMED_SYSCALLS];
 
-static char *put(char *p, const char *s)
-{
-    while (*s)
-        *p++ = *s++;
-    return p;
-}
-
-static char *put_num(char *p, unsigned long v)
-{
-    char d[24];
-    int n = 0;
-    do
-        d[n++] = (char)('0' + v % 10);
-    while ((v /= 10) && n < (int)sizeof(d));
-    while (n)
-        *p++ = d[--n];
-    return p;
-}
-
-/* The one line, then death by SIGSYS as without a handler; write(2), sigaction,
- * sigprocmask and raise are async-signal-safe. */
+/* The one line, then death by SIGSYS as without a handler (fatal_die). */
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
-    char line[160], *p = put(line, "vbts: sandbox: forbidden system call ");
+    char line[160], *p = fatal_put(line, "vbts: sandbox: forbidden system call ");
     int nr = si->si_syscall;
-    p = put_num(p, (unsigned long)(unsigned)nr);
+    p = fatal_put_num(p, (unsigned long)(unsigned)nr, 10);
     if (si->si_arch != AUDIT_ARCH_X86_64) {
-        p = put(p, " (not of the x86-64 ABI)");
+        p = fatal_put(p, " (not of the x86-64 ABI)");
     } else if (nr >= 0 && nr < NAMED_SYSCALLS && names[nr]) {
-        p = put(put(put(p, " ("), names[nr]), ")");
+        p = fatal_put(fatal_put(fatal_put(p, " ("), names[nr]), ")");
         if (narrowed[nr])
-            p = put(p, " with these arguments");
+            p = fatal_put(p, " with these arguments");
     }
     *p++ = '\n';
-    ssize_t w = write(STDERR_FILENO, line, (size_t)(p - line));
-    (void)w;
-    signal(sig, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-    raise(sig);
-    _exit(128 + sig);
+    fatal_die(sig, line, (size_t)(p - line));
 }
 
 static int add(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned n, const struct scmp_arg_cmp *cmp)

@@ -418,6 +418,80 @@ static int cmd_watch(struct vbts_client *c, uint64_t count)
     return 0;
 }
 
+/* What one command needs, from its arguments: checked before the monitor is touched. */
+struct command {
+    const char *name;
+    int nrest;
+    char **rest;
+    const char *out_path;   /* drain, stream: -o FILE */
+    uint64_t num;           /* get: INDEX; watch: -n COUNT */
+    uint16_t cpu;
+};
+
+/* The command's operands into *c; -1 to go on, or the status to exit with. */
+static int parse_command(struct command *c)
+{
+    static const char *const cmds[] = { "status", "config", "size", "get", "clear",
+                                        "drain", "stream", "watch" };
+    const char *cmd = c->name;
+    bool known = false;
+    for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
+        known |= !strcmp(cmd, cmds[k]);
+    if (!known)
+        return usage_error("unknown command '%s'", cmd);
+    if (!strcmp(cmd, "drain") || !strcmp(cmd, "stream") || !strcmp(cmd, "watch")) {
+        int k = 0;
+        for (int j = 0; j < c->nrest; j++) {
+            if (!strcmp(c->rest[j], "-o") && j + 1 < c->nrest && cmd[0] != 'w')
+                c->out_path = c->rest[++j];
+            else if (!strcmp(c->rest[j], "-n") && j + 1 < c->nrest && cmd[0] == 'w') {
+                if (parse_num(c->rest[++j], &c->num) < 0)
+                    return usage_error("watch: bad count '%s'", c->rest[j]);
+            } else
+                c->rest[k++] = c->rest[j];
+        }
+        c->nrest = k;
+    }
+    int max_args = 0;
+    if (!strcmp(cmd, "size") || !strcmp(cmd, "clear") || !strcmp(cmd, "drain")) {
+        if (cpu_arg(c->nrest, c->rest, 0, &c->cpu, VBTS_PROTO_ALL_CPUS) < 0)
+            return usage_error("bad CPU '%s'", c->rest[0]);
+        max_args = 1;
+    } else if (!strcmp(cmd, "get")) {
+        if (c->nrest < 1 || parse_num(c->rest[0], &c->num) < 0)
+            return usage_error("get: INDEX must be a number%s", "");
+        if (cpu_arg(c->nrest, c->rest, 1, &c->cpu, 0) < 0)
+            return usage_error("bad CPU '%s'", c->rest[1]);
+        max_args = 2;
+    } else if (!strcmp(cmd, "config")) {
+        max_args = c->nrest;
+    }
+    if (c->nrest > max_args)
+        return usage_error("extra operand '%s'", c->rest[max_args]);
+    return -1;
+}
+
+/* The command run on a connection; its status. */
+static int run_command(struct vbts_client *cl, const struct command *c)
+{
+    const char *cmd = c->name;
+    if (!strcmp(cmd, "status"))
+        return cmd_status(cl, NULL);
+    if (!strcmp(cmd, "config"))
+        return cmd_config(cl, c->nrest, c->rest);
+    if (!strcmp(cmd, "size"))
+        return cmd_count(cl, VBTS_MSG_SIZE, c->cpu);
+    if (!strcmp(cmd, "clear"))
+        return cmd_count(cl, VBTS_MSG_CLEAR, c->cpu);
+    if (!strcmp(cmd, "get"))
+        return cmd_get(cl, c->num, c->cpu);
+    if (!strcmp(cmd, "drain"))
+        return cmd_drain(cl, c->cpu, c->out_path);
+    if (!strcmp(cmd, "stream"))
+        return cmd_stream(cl, c->out_path);
+    return cmd_watch(cl, c->num);
+}
+
 int main(int argc, char **argv)
 {
     int i = 1;
@@ -441,81 +515,25 @@ int main(int argc, char **argv)
     if (i + 2 > argc)
         return usage_error("%s", i < argc ? "missing COMMAND" : "missing ADDR and COMMAND");
     addr = argv[i++];
-    const char *cmd = argv[i++];
+    struct command c = { .name = argv[i++], .rest = argv + i, .nrest = argc - i };
     if (!vbts_is_socket_addr(addr))
         return usage_error("'%s' is not unix:PATH or tcp:HOST:PORT", addr);
     struct vbts_dest dest;
     char derr[320];
     if (vbts_dest_parse(addr, &dest, derr, sizeof(derr)) < 0)
         return usage_error("%s", derr);
-    static const char *const cmds[] = { "status", "config", "size", "get", "clear",
-                                        "drain", "stream", "watch" };
-    bool known = false;
-    for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
-        known |= !strcmp(cmd, cmds[k]);
-    if (!known)
-        return usage_error("unknown command '%s'", cmd);
-
     /* Arguments first, so that a usage error does not touch the monitor. */
-    const char *out_path = NULL;
-    uint64_t num = 0;
-    char **rest = argv + i;
-    int nrest = argc - i;
-    if (!strcmp(cmd, "drain") || !strcmp(cmd, "stream") || !strcmp(cmd, "watch")) {
-        int k = 0;
-        for (int j = 0; j < nrest; j++) {
-            if (!strcmp(rest[j], "-o") && j + 1 < nrest && cmd[0] != 'w')
-                out_path = rest[++j];
-            else if (!strcmp(rest[j], "-n") && j + 1 < nrest && cmd[0] == 'w') {
-                if (parse_num(rest[++j], &num) < 0)
-                    return usage_error("watch: bad count '%s'", rest[j]);
-            } else
-                rest[k++] = rest[j];
-        }
-        nrest = k;
-    }
-    uint16_t cpu = 0;
-    int max_args = 0;
-    if (!strcmp(cmd, "size") || !strcmp(cmd, "clear") || !strcmp(cmd, "drain")) {
-        if (cpu_arg(nrest, rest, 0, &cpu, VBTS_PROTO_ALL_CPUS) < 0)
-            return usage_error("bad CPU '%s'", rest[0]);
-        max_args = 1;
-    } else if (!strcmp(cmd, "get")) {
-        if (nrest < 1 || parse_num(rest[0], &num) < 0)
-            return usage_error("get: INDEX must be a number%s", "");
-        if (cpu_arg(nrest, rest, 1, &cpu, 0) < 0)
-            return usage_error("bad CPU '%s'", rest[1]);
-        max_args = 2;
-    } else if (!strcmp(cmd, "config")) {
-        max_args = nrest;
-    }
-    if (nrest > max_args)
-        return usage_error("extra operand '%s'", rest[max_args]);
-
+    int st = parse_command(&c);
+    if (st >= 0)
+        return st;
     char err[512];
-    struct vbts_client *c = vbts_client_open(addr, err, sizeof(err));
-    if (!c) {
+    struct vbts_client *cl = vbts_client_open(addr, err, sizeof(err));
+    if (!cl) {
         fprintf(stderr, "vbts-ctl: %s\n", err);
         return 1;
     }
-    int r;
-    if (!strcmp(cmd, "status"))
-        r = cmd_status(c, NULL);
-    else if (!strcmp(cmd, "config"))
-        r = cmd_config(c, nrest, rest);
-    else if (!strcmp(cmd, "size"))
-        r = cmd_count(c, VBTS_MSG_SIZE, cpu);
-    else if (!strcmp(cmd, "clear"))
-        r = cmd_count(c, VBTS_MSG_CLEAR, cpu);
-    else if (!strcmp(cmd, "get"))
-        r = cmd_get(c, num, cpu);
-    else if (!strcmp(cmd, "drain"))
-        r = cmd_drain(c, cpu, out_path);
-    else if (!strcmp(cmd, "stream"))
-        r = cmd_stream(c, out_path);
-    else
-        r = cmd_watch(c, num);
-    vbts_client_close(c);
+    int r = run_command(cl, &c);
+    vbts_client_close(cl);
     if (fflush(stdout) && r == 0)
         r = 1;
     return r;

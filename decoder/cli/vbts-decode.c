@@ -206,17 +206,30 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-int main(int argc, char **argv)
+/* --symbols FILE: the table loaded (a later one replaces it); 0, or 1 if it cannot be. */
+static int load_symbols(const char *file)
 {
-    const char *format = "text", *path = NULL;
-    int opts = 1;
+    char err[512];
+    vbts_symtab_free(symtab);
+    symfile = file;
+    symtab = vbts_symtab_load(file, err, sizeof(err));
+    if (!symtab) {
+        fprintf(stderr, "vbts-decode: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
 
+/* The command line into *format and *path: -1 to go on, or the status to exit with. */
+static int parse_args(int argc, char **argv, const char **format, const char **path)
+{
+    int opts = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         if (!opts || a[0] != '-' || !a[1]) {
-            if (path)
+            if (*path)
                 return usage_error("extra operand '%s'", a);
-            path = a;
+            *path = a;
             continue;
         }
         if (!strcmp(a, "--")) {
@@ -228,80 +241,60 @@ int main(int argc, char **argv)
             printf("vbts-decode %s (trace format %d.%d)\n", VBTS_DECODE_VERSION,
                    VBTS_VERSION_MAJOR, VBTS_VERSION_MINOR);
             return fflush(stdout) ? 1 : 0;
-        } else if (!strncmp(a, "--format=", 9)) {
-            val = a + 9;
-        } else if (!strncmp(a, "-f", 2) && a[2]) {
-            val = a + 2;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--format")) {
-            if (i + 1 >= argc)
+        } else if (!strncmp(a, "--format=", 9) || (!strncmp(a, "-f", 2) && a[2])) {
+            val = a + (a[1] == '-' ? 9 : 2);
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--format") || !strcmp(a, "-s") ||
+                   !strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
+            bool sym = a[1] == 's' || a[2] == 's';
+            const char *v = !strncmp(a, "--symbols=", 10) ? a + 10 : NULL;
+            if (!v && i + 1 >= argc)
                 return usage_error("option '%s' needs an argument", a);
-            val = argv[++i];
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
-            const char *file = a[1] == '-' && a[9] == '=' ? a + 10 : NULL;
-            if (!file) {
-                if (i + 1 >= argc)
-                    return usage_error("option '%s' needs an argument", a);
-                file = argv[++i];
-            }
-            char err[512];
-            vbts_symtab_free(symtab);
-            symfile = file;
-            symtab = vbts_symtab_load(file, err, sizeof(err));
-            if (!symtab) {
-                fprintf(stderr, "vbts-decode: %s\n", err);
+            v = v ? v : argv[++i];
+            if (sym && load_symbols(v))
                 return 1;
-            }
+            val = sym ? NULL : v;
         } else {
             return usage_error("unknown option '%s'", a);
         }
-        if (val) {
-            if (strcmp(val, "text") && strcmp(val, "json") && !view_find(val)) {
-                fprintf(stderr, "vbts-decode: unknown format '%s', expected text, json, %s (see --help)\n",
-                        val, view_names());
-                return 2;
-            }
-            format = val;
+        if (val && strcmp(val, "text") && strcmp(val, "json") && !view_find(val)) {
+            fprintf(stderr, "vbts-decode: unknown format '%s', expected text, json, %s (see --help)\n",
+                    val, view_names());
+            return 2;
         }
+        *format = val ? val : *format;
     }
-    if (!path)
-        return usage_error("%s", "missing FILE operand");
-    const struct view_type *view = view_find(format);
-    if (view == &lcov_view && !symfile)
-        return usage_error("%s", "--format lcov needs --symbols ELF, an ELF file with DWARF (built with -g)");
-    if (view == &drcov_view && isatty(STDOUT_FILENO))
-        return usage_error("%s", "--format drcov writes binary data: redirect standard output to a file");
+    return -1;
+}
 
-    int fd = STDIN_FILENO;
-    struct vbts_client *client = NULL;
+/* FILE, -, or a monitor's socket (HELLO, STREAM, then the trace): the descriptor, or -1 (said). */
+static int open_input(const char *path, struct vbts_client **client)
+{
     if (vbts_is_socket_addr(path)) {
-        /* A running monitor: HELLO, STREAM, then the socket carries the trace. */
         char err[512];
         struct vbts_item it;
-        client = vbts_client_open(path, err, sizeof(err));
-        if (!client ||
-            vbts_client_call(client, VBTS_MSG_STREAM, (const uint8_t[VBTS_STREAM_REQ_SIZE]){ 0 },
+        *client = vbts_client_open(path, err, sizeof(err));
+        if (!*client ||
+            vbts_client_call(*client, VBTS_MSG_STREAM, (const uint8_t[VBTS_STREAM_REQ_SIZE]){ 0 },
                              VBTS_STREAM_REQ_SIZE, &it, err, sizeof(err), NULL, NULL) < 0) {
             fprintf(stderr, "vbts-decode: %s\n", err);
-            vbts_client_close(client);
-            return 1;
+            vbts_client_close(*client);
+            *client = NULL;
+            return -1;
         }
-        fd = vbts_client_fd(client);
-    } else if (strcmp(path, "-")) {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            fprintf(stderr, "vbts-decode: %s: %s\n", path, strerror(errno));
-            return 1;
-        }
+        return vbts_client_fd(*client);
     }
-    struct vbts_reader *r = vbts_reader_new(fd);
-    if (!r) {
-        fprintf(stderr, "vbts-decode: %s\n", strerror(errno));
-        return 1;
-    }
+    if (!strcmp(path, "-"))
+        return STDIN_FILENO;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fprintf(stderr, "vbts-decode: %s: %s\n", path, strerror(errno));
+    return fd;
+}
 
-    if (view)
-        return run_view(view, r, path, client, fd);
-
+/* Every record as a line (text or JSON); the run's status. */
+static int decode_lines(struct vbts_reader *r, const char *path, const char *format,
+                        struct vbts_client *client, int fd)
+{
     enum format_kind kind = format[0] == 'j' ? FORMAT_JSON : FORMAT_TEXT;
     struct vbts_event ev;
     int rc;
@@ -321,4 +314,31 @@ int main(int argc, char **argv)
     int status = report_end(r, path, rc, read_err);
     close_input(r, client, fd);
     return status;
+}
+
+int main(int argc, char **argv)
+{
+    const char *format = "text", *path = NULL;
+    int st = parse_args(argc, argv, &format, &path);
+    if (st >= 0)
+        return st;
+    if (!path)
+        return usage_error("%s", "missing FILE operand");
+    const struct view_type *view = view_find(format);
+    if (view == &lcov_view && !symfile)
+        return usage_error("%s", "--format lcov needs --symbols ELF, an ELF file with DWARF (built with -g)");
+    if (view == &drcov_view && isatty(STDOUT_FILENO))
+        return usage_error("%s", "--format drcov writes binary data: redirect standard output to a file");
+    struct vbts_client *client = NULL;
+    int fd = open_input(path, &client);
+    if (fd < 0)
+        return 1;
+    struct vbts_reader *r = vbts_reader_new(fd);
+    if (!r) {
+        fprintf(stderr, "vbts-decode: %s\n", strerror(errno));
+        return 1;
+    }
+    if (view)
+        return run_view(view, r, path, client, fd);
+    return decode_lines(r, path, format, client, fd);
 }

@@ -6,7 +6,7 @@
 #   bts-expect: the annotation syntax on a synthetic stub and map.
 . "$(dirname "$0")/tap.sh"
 
-plan 12
+plan 13
 
 # --- qemu-branches -------------------------------------------------------------
 t() { printf 'Trace 0: 0x7f0000001000 [0000000000000000/%016x/0000c0b0/ff000201] \n' "$1"; }
@@ -214,3 +214,16 @@ if pc "$(r 0 0x100 0x900 interrupt ',"from_sym":"srso_safe_ret+0x5"')" \
    grep -q "0 across a context switch, 1 returned elsewhere by the kernel, 0 IRETs with nothing pending, 0 broken" "$TMP/pc.out"; then
     ok "pair-check: an interrupt whose handler calls the kernel's frame fixup may return elsewhere"
 else diag_file "$TMP/pc.out"; not_ok "pair-check: an interrupt whose handler calls the kernel's frame fixup may return elsewhere"; fi
+
+# check-layout measures what it claims: functions however their signature
+# starts (an enum, a struct pointer, over two lines), in vmm/ and decoder/.
+mkdir -p "$TMP/lay/vmm/core" "$TMP/lay/decoder/cli"
+{ echo 'enum r long_one(int a,'; echo '                int b)'; echo '{'; for i in $(seq 82); do echo '    a++;'; done; echo '    return 0;'; echo '}'
+  echo 'static int short_one(void)'; echo '{'; echo '    return 1;'; echo '}'; } >"$TMP/lay/vmm/core/x.c"
+{ echo 'struct s *main(void)'; echo '{'; for i in $(seq 85); do echo '    f();'; done; echo '}'; } >"$TMP/lay/decoder/cli/y.c"
+if ! "$ROOT/scripts/check-layout" --root "$TMP/lay" >"$TMP/lay.out" 2>&1 &&
+   grep -qx "check-layout: vmm/core/x.c:1: long_one() is 87 lines (at most 80)" "$TMP/lay.out" &&
+   grep -qx "check-layout: decoder/cli/y.c:1: main() is 88 lines (at most 80)" "$TMP/lay.out" &&
+   ! grep -q short_one "$TMP/lay.out"; then
+    ok "check-layout: a long function is found whatever its signature, in vmm/ and decoder/"
+else diag_file "$TMP/lay.out"; not_ok "check-layout: a long function is found whatever its signature, in vmm/ and decoder/"; fi

@@ -30,10 +30,12 @@ BTS_SRC   := $(wildcard guest-stub/bts/*.asm)
 BTS_BIN   := $(BTS_SRC:guest-stub/bts/%.asm=$(BUILD)/guest-stub/bts/%.bin)
 CSTUB_SRC := $(wildcard guest-stub/c/*.c)
 CSTUB_ELF := $(CSTUB_SRC:guest-stub/c/%.c=$(BUILD)/guest-stub/c/%.elf)
+C64STUB_SRC := $(wildcard guest-stub/c64/*.c)
+C64STUB_ELF := $(C64STUB_SRC:guest-stub/c64/%.c=$(BUILD)/guest-stub/c64/%.elf)
 
 all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
 
-stubs: $(STUB_BIN) $(BTS_BIN) $(CSTUB_ELF) $(BUILD)/guest-stub/linux/yield
+stubs: $(STUB_BIN) $(BTS_BIN) $(CSTUB_ELF) $(C64STUB_ELF) $(BUILD)/guest-stub/linux/yield
 
 HEADERS   := $(shell find include vmm decoder -name '*.h')
 
@@ -77,6 +79,15 @@ $(BUILD)/guest-stub/c/%.elf: guest-stub/c/%.c guest-stub/c/multiboot.h guest-stu
 	$(CC) -m32 -static -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
 	    -fno-stack-protector -O0 -g -Wl,-T,guest-stub/c/stub.ld -Wl,--build-id=none \
 	    -Wl,--no-warn-rwx-segments -o $@ $<
+
+# 64-bit kernels in C that start in 32-bit mode (guest-stub/c64/longmode.h):
+# an ELF64 with its DWARF, the multiboot header's a.out kludge for loaders.
+$(BUILD)/guest-stub/c64/%.elf: guest-stub/c64/%.c guest-stub/c64/longmode.h guest-stub/c64/long64.ld
+	@mkdir -p $(dir $@)
+	$(CC) -m64 -static -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
+	    -mno-red-zone -mcmodel=small -fno-stack-protector -fcf-protection=none -O0 -g \
+	    -Wl,-T,guest-stub/c64/long64.ld -Wl,--build-id=none -Wl,--no-warn-rwx-segments \
+	    -Wl,-z,max-page-size=0x1000 -o $@ $<
 
 # A static init for whole-system Linux traces (tests/e2e/linux_trace.t).
 $(BUILD)/guest-stub/linux/yield: guest-stub/linux/yield.c

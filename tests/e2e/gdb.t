@@ -7,11 +7,11 @@
 # Linux from start_kernel.  Each C stub's history is what its source says
 # (@gdb-break, @gdb-next, @gdb-history: guest-stub/README.md).
 . "$(dirname "$0")/tap.sh"
-NSTUB=$(grep -l '^ \* @gdb-break ' "$ROOT"/guest-stub/c/*.c | wc -l)
-plan $((12 + 4 * NSTUB))
+NSTUB=$(grep -l '^ \* @gdb-break ' "$ROOT"/guest-stub/c/*.c "$ROOT"/guest-stub/c64/*.c | wc -l)
+plan $((16 + 4 * NSTUB))
 
 if ! have_vbts || ! command -v gdb >/dev/null || [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-    for i in $(seq $((12 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
+    for i in $(seq $((16 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
     exit 0
 fi
 CELF=$STUBS/c/calls.elf
@@ -43,22 +43,19 @@ between() { sed -n "/^$2\$/,/^$3\$/p" "$TMP/$1.gdb" | sed '1d;$d'; }
 # @gdb-break FUNCTION, @gdb-next N, @gdb-history lines): stopped at the
 # function, `record btrace bts`, N nexts; the function-call-history;
 # reverse-stepi one instruction back and stepi forward again in the
-# replay; record goto begin back at the breakpoint; the exit code.
-for src in "$ROOT"/guest-stub/c/*.c; do
-    name=$(basename "$src" .c)
-    brk=$(sed -n 's/^ \* @gdb-break \([A-Za-z_0-9]*\)$/\1/p' "$src")
-    [ -n "$brk" ] || continue
-    nexts=$(sed -n 's/^ \* @gdb-next \([0-9]*\)$/\1/p' "$src")
-    sed -n 's/^ \* @gdb-history \(.*\)$/\1/p' "$src" | awk '{ printf "%d\t%s\n", NR, $0 }' >"$TMP/$name.want"
-    session "$name" "$STUBS/c/$name.elf" "$STUBS/c/$name.elf" <<EOG
+# replay; record goto begin back at the breakpoint; the exit code.  c64/
+# holds 64-bit kernels that enter in 32-bit mode, with their ELF64.
+# history_script NAME BRK NEXTS: gdb's commands for that session.
+history_script() {
+    cat <<EOG
 set pagination off
 set record function-call-history-size unlimited
 target remote 127.0.0.1:PORT
-hbreak $brk
+hbreak $2
 continue
 set \$start = \$pc
 record btrace bts
-next ${nexts:-1}
+next ${3:-1}
 set \$end = \$pc
 echo ==history==\n
 record function-call-history /c
@@ -72,7 +69,17 @@ print \$pc == \$start
 record stop
 continue
 EOG
-    if [ -s "$TMP/$name.want" ] && between "$name" ==history== ==end== | cmp -s - "$TMP/$name.want"; then
+}
+for src in "$ROOT"/guest-stub/c/*.c "$ROOT"/guest-stub/c64/*.c; do
+    name=$(basename "$src" .c)
+    dir=$(basename "$(dirname "$src")")
+    brk=$(sed -n 's/^ \* @gdb-break \([A-Za-z_0-9]*\)$/\1/p' "$src")
+    [ -n "$brk" ] || continue
+    nexts=$(sed -n 's/^ \* @gdb-next \([0-9]*\)$/\1/p' "$src")
+    sed -n 's/^ \* @gdb-history \(.*\)$/\1/p' "$src" | awk '{ printf "%d\t%s\n", NR, $0 }' >"$TMP/$name.want"
+    history_script "$name" "$brk" "$nexts" | session "$name" "$STUBS/$dir/$name.elf" "$STUBS/$dir/$name.elf"
+    if [ -s "$TMP/$name.want" ] && ! grep -q "warning: .*architecture\|Truncated register" "$TMP/$name.gdb" &&
+       between "$name" ==history== ==end== | cmp -s - "$TMP/$name.want"; then
         ok "$name: function-call-history /c after record btrace bts at $brk and ${nexts:-1} nexts: the $(wc -l <"$TMP/$name.want") lines the source gives"
     else
         fail "$name: function-call-history /c"; between "$name" ==history== ==end== | diff "$TMP/$name.want" - | diag
@@ -203,6 +210,99 @@ if grep -q '^attach T02thread:1;$' "$TMP/loop.py" && grep -q '^stop T02thread:1;
     ok "attach stops a running guest (T02); vCont;c, then Ctrl-C stops it again (T02)"
 else
     fail "Ctrl-C (vbts status $(cat "$TMP/loop.rc"))"; diag_file "$TMP/loop.py"; diag_file "$TMP/loop.err"
+fi
+
+# The 64-bit kernel from its first instruction, in 32-bit mode, with its
+# ELF64: record, stepi across the switch to long mode into main, the
+# history, back one instruction, back to the beginning.
+session cross "$STUBS/c64/long.elf" "$STUBS/c64/long.elf" <<'EOG'
+set pagination off
+target remote 127.0.0.1:PORT
+record btrace bts
+stepi 24
+info symbol $pc
+echo ==history==\n
+record function-call-history /c
+echo ==end==\n
+reverse-stepi
+info symbol $pc
+record goto begin
+print $pc == _start32
+record stop
+kill
+EOG
+if ! grep -q "warning: .*architecture\|Truncated register" "$TMP/cross.gdb" &&
+   grep -q "^main in section .text$" "$TMP/cross.gdb" && grep -q "^start64 + 17 in section .text$" "$TMP/cross.gdb" &&
+   [ "$(between cross ==history== ==end== | tr '\t' ' ' | tr '\n' ';')" = "1 _start32;2 start64;" ] &&
+   grep -q '^\$1 = 1$' "$TMP/cross.gdb"; then
+    ok "long (ELF64, entered in 32-bit mode): from the first instruction, stepi 24 across the switch to long mode into main; history _start32, start64; reverse-stepi; record goto begin at _start32"
+else
+    fail "long from its first instruction"; diag_file "$TMP/cross.gdb" 25; diag_file "$TMP/cross.err"
+fi
+
+# Connections come and go.  (1) A connection that closes without a
+# session (a port probe) leaves a -S guest waiting: the next gdb's session
+# is whole.  (2) A second gdb while one is attached is refused, in a reply
+# gdb prints, and the first goes on undisturbed.  (3) detach leaves the
+# guest running; a later target remote attaches again and stops it.
+LELF=$STUBS/c64/long.elf
+start_vbts() {     # NAME VBTS-ARGS...: vbts -S --gdb in the background, $port set
+    local name=$1
+    shift
+    ( timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --gdb 127.0.0.1:0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null
+      echo $? >"$TMP/$name.rc" ) &
+    vpid=$!
+    port=
+    for _ in $(seq 200); do
+        port=$(sed -n 's/^vbts: gdb: .* on tcp:127\.0\.0\.1:\([0-9]*\)$/\1/p' "$TMP/$name.err" 2>/dev/null)
+        [ -n "$port" ] && break
+        sleep 0.05
+    done
+}
+start_vbts probe -S "$LELF"
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+exec 3>&-
+sleep 0.3
+history_script probe main 5 | sed "s/PORT/$port/" >"$TMP/probe.cmd"
+timeout -k 5 "$VBTS_TIMEOUT" gdb -batch -nx -x "$TMP/probe.cmd" "$LELF" >"$TMP/probe.gdb" 2>&1 </dev/null
+wait "$vpid"
+if between probe ==history== ==end== | cmp -s - "$TMP/long.want" && [ "$(cat "$TMP/probe.rc")" = 107 ]; then
+    ok "a port probe, then gdb: the -S guest waited; the session's history is whole, the status 107"
+else
+    fail "a port probe, then gdb"; diag_file "$TMP/probe.gdb"; diag_file "$TMP/probe.err"
+fi
+
+start_vbts second -S "$LELF"
+history_script second main 5 | sed "s/PORT/$port/; /^target remote/a shell sleep 3" >"$TMP/first.cmd"
+timeout -k 5 "$VBTS_TIMEOUT" gdb -batch -nx -x "$TMP/first.cmd" "$LELF" >"$TMP/first.gdb" 2>&1 </dev/null &
+gpid=$!
+sleep 1
+timeout -k 5 30 gdb -batch -nx -ex "target remote 127.0.0.1:$port" >"$TMP/other.gdb" 2>&1 </dev/null
+wait "$gpid" "$vpid"
+if grep -q "Remote failure reply: E.vbts: another gdb is attached to this guest; one at a time" "$TMP/other.gdb" &&
+   grep -q "^vbts: gdb: a second connection refused: another gdb is attached (one at a time)$" "$TMP/second.err" &&
+   sed -n '/^==history==$/,/^==end==$/p' "$TMP/first.gdb" | sed '1d;$d' | cmp -s - "$TMP/long.want" &&
+   [ "$(cat "$TMP/second.rc")" = 107 ]; then
+    ok "a second gdb is refused (it prints why), the first's session goes on whole"
+else
+    fail "a second gdb refused"; diag_file "$TMP/other.gdb"; diag_file "$TMP/first.gdb"; diag_file "$TMP/second.err"
+fi
+
+start_vbts reattach "$TMP/loop.bin"
+timeout -k 5 30 gdb -batch -nx -ex "target remote 127.0.0.1:$port" -ex "print \$ecx" -ex detach \
+    >"$TMP/detach.gdb" 2>&1 </dev/null
+sleep 0.5
+timeout -k 5 30 gdb -batch -nx -ex "target remote 127.0.0.1:$port" -ex "print \$ecx" -ex kill \
+    >"$TMP/again.gdb" 2>&1 </dev/null
+wait "$vpid"
+ecx1=$(sed -n 's/^\$1 = \([0-9]*\)$/\1/p' "$TMP/detach.gdb")
+ecx2=$(sed -n 's/^\$1 = \([0-9]*\)$/\1/p' "$TMP/again.gdb")
+if grep -q "(Remote target) detached" "$TMP/detach.gdb" && [ -n "$ecx1" ] && [ -n "$ecx2" ] &&
+   [ "$ecx2" -lt "$ecx1" ] && [ "$(cat "$TMP/reattach.rc")" = 137 ]; then
+    ok "detach leaves the guest running (its loop counter went from $ecx1 to $ecx2); target remote attaches again, and kill ends it (137)"
+else
+    fail "detach and attach again (vbts status $(cat "$TMP/reattach.rc"))"; diag_file "$TMP/detach.gdb"
+    diag_file "$TMP/again.gdb"; diag_file "$TMP/reattach.err"
 fi
 
 # --trace beside gdb: the same records as without it.

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,4 +59,11 @@ enum image_kind image_detect(const uint8_t *image, size_t size)
     if (linux_detect(image, size))
         return IMAGE_LINUX;
     return IMAGE_UNKNOWN;
+}
+
+int image_elf_class(const uint8_t *image, size_t size)
+{
+    if (size < 5 || memcmp(image, "\177ELF", 4))
+        return 0;
+    return image[4] == 1 ? 32 : image[4] == 2 ? 64 : 0;
 }

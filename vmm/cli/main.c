@@ -73,6 +73,9 @@ static const char usage[] =
     "      --gdb [HOST:]PORT  serve gdb's remote protocol, with branch trace (record\n"
     "                        btrace bts), on PORT of loopback unless HOST (docs/gdb.md)\n"
     "  -S                    with --gdb: stop before the first instruction, for gdb\n"
+    "      --gdb-arch i386|x86-64  the registers gdb gets (default: what the image is\n"
+    "                        built for: an ELF's class, x86-64 for Linux; a flat image's:\n"
+    "                        the guest's mode when gdb connects)\n"
     "  -q, --quiet           no trace summary on stderr\n"
     "  -h, --help            this text\n"
     "      --version         print the version\n"
@@ -159,6 +162,21 @@ static void options_or_exit(struct vbts_options *o, int argc, char **argv)
 }
 
 /* The image read and told apart, with the checks that need only the options. */
+/*
+ * The target description gdb gets unless --gdb-arch says: what the image
+ * is built for (a Linux bzImage, an ELF's class), whatever mode the guest
+ * is in when gdb connects (a 64-bit kernel may enter in 32-bit mode); the
+ * guest's mode then for a flat image (docs/gdb.md).
+ */
+static enum gdb_arch gdb_arch_of(const struct vbts_options *o, const uint8_t *image, size_t size,
+                                 bool linux_guest)
+{
+    if (o->gdb_arch >= 0)
+        return (enum gdb_arch)o->gdb_arch;
+    int class = image_elf_class(image, size);
+    return linux_guest || class == 64 ? GDB_ARCH_X86_64 : class == 32 ? GDB_ARCH_I386 : GDB_ARCH_MODE;
+}
+
 static uint8_t *image_or_exit(const struct vbts_options *o, size_t *size, bool *linux_guest)
 {
     uint8_t *image;
@@ -202,7 +220,8 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
         die("%s", error_last());
     /* gdb's hooks before the engine's: a vCPU stops before the engine readies its run. */
     if (o->gdb) {
-        struct gdb_config gc = { .addr = o->gdb, .wait = o->gdb_wait };
+        struct gdb_config gc = { .addr = o->gdb, .wait = o->gdb_wait,
+                                 .arch = gdb_arch_of(o, image, size, linux_guest) };
         if (!(r->gdb = gdb_install(&r->vm, &gc)))
             die("%s", error_last());
     }

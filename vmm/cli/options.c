@@ -25,7 +25,7 @@ static int choice(const char *arg, const char *const *names)
 enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
        OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW, OPT_STOP_AFTER,
        OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER, OPT_FORCE,
-       OPT_USER, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB, OPT_ENGINE };
+       OPT_USER, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB, OPT_ENGINE, OPT_GDB_ARCH };
 
 static const struct option longopts[] = {
     { "memory", required_argument, NULL, 'm' },
@@ -54,6 +54,7 @@ static const struct option longopts[] = {
     { "sandbox", no_argument, NULL, OPT_SANDBOX },
     { "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
     { "gdb", required_argument, NULL, OPT_GDB },
+    { "gdb-arch", required_argument, NULL, OPT_GDB_ARCH },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, OPT_VERSION_ },
@@ -89,6 +90,7 @@ static int words(struct vbts_options *o, int c, const char *arg, char *err, size
     static const char *const cpls[] = { "all", "kernel", "user", NULL };
     static const char *const engines[] = { "step", "branch", NULL };     /* enum trace_engine's order */
     static const char *const modes[] = { "block", "wrap", "drop", NULL };
+    static const char *const arches[] = { "i386", "x86-64", NULL };       /* enum gdb_arch's order */
     switch (c) {
     case 't':
         if (!*arg)
@@ -120,6 +122,10 @@ static int words(struct vbts_options *o, int c, const char *arg, char *err, size
     case OPT_OVERFLOW:
         if ((o->overflow = choice(arg, modes)) < 0)
             return snprintf(err, errlen, "--overflow: '%s' is not wrap, block or drop", arg), -1;
+        return 0;
+    case OPT_GDB_ARCH:
+        if ((o->gdb_arch = choice(arg, arches)) < 0)
+            return snprintf(err, errlen, "--gdb-arch: '%s' is not i386 or x86-64", arg), -1;
         return 0;
     default:
         return 1;
@@ -206,7 +212,7 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
                               char *err, size_t errlen)
 {
     *o = (struct vbts_options){ .memory = 256ull << 20, .append = "", .kvm_path = "/dev/kvm",
-                                 .guest_bts = true, .cpus = 1, .engine = -1,
+                                 .guest_bts = true, .cpus = 1, .engine = -1, .gdb_arch = -1,
                                  .buffer_size = VBTS_DEFAULT_BUFFER,
                                  .linger = VBTS_DEFAULT_LINGER };
     optind = 1;
@@ -227,6 +233,10 @@ enum opt_result options_parse(struct vbts_options *o, int argc, char **argv,
     }
     if (o->gdb_wait && !o->gdb) {
         snprintf(err, errlen, "-S waits for gdb: it needs --gdb [HOST:]PORT");
+        return OPT_ERROR;
+    }
+    if (o->gdb_arch >= 0 && !o->gdb) {
+        snprintf(err, errlen, "--gdb-arch is gdb's: it needs --gdb [HOST:]PORT");
         return OPT_ERROR;
     }
     o->guest = argv[optind];

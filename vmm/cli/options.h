@@ -47,6 +47,7 @@ struct vbts_options {
     /* The GDB remote stub (gdb/gdb.h). */
     const char *gdb;            /* --gdb [HOST:]PORT */
     bool gdb_wait;              /* -S */
+    int gdb_arch;               /* --gdb-arch: -1 from the image, else enum gdb_arch */
 };
 
 enum opt_result { OPT_RUN, OPT_HELP, OPT_VERSION, OPT_ERROR };

@@ -45,21 +45,49 @@ static void connected(struct gdb *g)
                           : (struct stub_stop){ .cpu = 0, .signal = g->wait && initial ? 5 : 2 };
     pthread_mutex_unlock(&g->lock);
     struct kvm_sregs s;
-    enum regs_arch arch = REGS_X86_64;
-    if (ioctl(g->vm->vcpus[0].fd, KVM_GET_SREGS, &s) == 0 && !(s.efer & (1u << 10)))
+    enum regs_arch arch = g->arch == GDB_ARCH_I386 ? REGS_I386 : REGS_X86_64;
+    if (g->arch == GDB_ARCH_MODE && ioctl(g->vm->vcpus[0].fd, KVM_GET_SREGS, &s) == 0 &&
+        !(s.efer & (1u << 10)))
         arch = REGS_I386;       /* not in long mode (EFER.LMA) */
     stub_init(&g->stub, &target_ops, g, g->vm->ncpus, arch, &st);
     g->stub_on = true;
+    g->said_narrow = false;
 }
 
+/*
+ * The connection closed, for whatever reason (gdb's detach, a port probe,
+ * a gdb that died): gdb's points and recordings go.  A guest -S holds and
+ * no gdb has resumed yet waits for the next connection; any other runs on,
+ * as after detach (QEMU's way).
+ */
 static void disconnected(struct gdb *g)
 {
     if (!g->stub.ended)
-        target_detach(g);
+        target_release(g, !g->held);
     stub_fini(&g->stub);
     g->stub_on = false;
     close(g->cfd);
     g->cfd = -1;
+}
+
+/*
+ * gdb has the i386 description and a vCPU stopped in 64-bit code, whose
+ * registers it cannot show (only their low halves): said once a
+ * connection, to gdb's console and on stderr, with what to do.
+ */
+static void check_width(struct gdb *g, int cpu)
+{
+    struct kvm_sregs s;
+    if (g->said_narrow || g->stub.arch != REGS_I386 || cpu < 0 || cpu >= g->vm->ncpus ||
+        ioctl(g->vm->vcpus[cpu].fd, KVM_GET_SREGS, &s) < 0 || !s.cs.l)
+        return;
+    g->said_narrow = true;
+    char line[200];
+    snprintf(line, sizeof(line), "vbts: gdb: vCPU %d runs 64-bit code, which the i386 target "
+             "description cannot show: run vbts with --gdb-arch x86-64 (and gdb with an x86-64 ELF)",
+             cpu);
+    fprintf(stderr, "%s\n", line);
+    stub_console(&g->stub, line);
 }
 
 /* The target ran and has stopped: the stop reply, with the first reason seen. */
@@ -72,27 +100,89 @@ static void check_stopped(struct gdb *g)
     if (stopped && !vm_ending(g->vm)) {
         if (hide_disarm(g) < 0)
             vm_request_end(g->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
+        check_width(g, st.cpu >= 0 ? st.cpu : 0);
         stub_stopped(&g->stub, &st);
     }
 }
 
-static void serve(struct gdb *g)
+/*
+ * A gdb while another is attached: told in a packet gdb prints ("Remote
+ * failure reply: E.vbts: ..."), then closed once it has read it (or a
+ * moment has passed).  The first is not disturbed.
+ */
+static void refuse(struct gdb *g, int fd)
 {
-    struct pollfd p = { g->cfd >= 0 ? g->cfd : g->lfd, POLLIN, 0 };
-    if (g->cfd >= 0 && g->stub.running)
-        check_stopped(g);
-    if (poll(&p, 1, TARGET_POLL_MS) <= 0)
-        return;
-    if (g->cfd < 0) {
-        int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
+    static const char msg[] = "E.vbts: another gdb is attached to this guest; one at a time";
+    unsigned sum = 0;
+    for (const char *c = msg; *c; c++)
+        sum += (unsigned char)*c;
+    char pkt[sizeof(msg) + 8];
+    int n = snprintf(pkt, sizeof(pkt), "+$%s#%02x", msg, sum & 0xff);
+    ssize_t w = send(fd, pkt, (size_t)n, MSG_NOSIGNAL);
+    (void)w;
+    shutdown(fd, SHUT_WR);
+    fprintf(stderr, "vbts: gdb: a second connection refused: another gdb is attached (one at a time)\n");
+    for (int i = 0; i < GDB_REFUSED_MAX; i++) {
+        if (g->refused[i] < 0) {
+            g->refused[i] = fd;
+            g->refused_polls[i] = 0;
             return;
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        g->cfd = fd;
-        connected(g);
+        }
+    }
+    close(fd);
+}
+
+/* Refused connections: what they send is read and dropped until they close, or a few polls pass. */
+static void drain_refused(struct gdb *g, const struct pollfd *p)
+{
+    for (int i = 0; i < GDB_REFUSED_MAX; i++) {
+        if (g->refused[i] < 0)
+            continue;
+        uint8_t buf[512];
+        bool gone = ++g->refused_polls[i] > GDB_REFUSED_POLLS;
+        if (p[i].revents && recv(g->refused[i], buf, sizeof(buf), 0) <= 0)
+            gone = true;
+        if (gone) {
+            close(g->refused[i]);
+            g->refused[i] = -1;
+        }
+    }
+}
+
+static void accept_one(struct gdb *g)
+{
+    int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+        return;
+    if (g->cfd >= 0) {
+        refuse(g, fd);
         return;
     }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    g->cfd = fd;
+    connected(g);
+}
+
+static void serve(struct gdb *g)
+{
+    /* The refused first (their index is their slot), then the listener, then the connection. */
+    struct pollfd p[GDB_REFUSED_MAX + 2];
+    for (int i = 0; i < GDB_REFUSED_MAX; i++)
+        p[i] = (struct pollfd){ g->refused[i], POLLIN, 0 };
+    p[GDB_REFUSED_MAX] = (struct pollfd){ g->lfd, POLLIN, 0 };
+    p[GDB_REFUSED_MAX + 1] = (struct pollfd){ g->cfd, POLLIN, 0 };
+    if (g->cfd >= 0 && g->stub.running)
+        check_stopped(g);
+    int r = poll(p, GDB_REFUSED_MAX + 2, TARGET_POLL_MS);
+    drain_refused(g, p);
+    if (r <= 0)
+        return;
+    bool input = g->cfd >= 0 && p[GDB_REFUSED_MAX + 1].revents;
+    if (p[GDB_REFUSED_MAX].revents)
+        accept_one(g);
+    if (!input)
+        return;
     uint8_t buf[4096];
     ssize_t n = recv(g->cfd, buf, sizeof(buf), 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -149,7 +239,11 @@ struct gdb *gdb_install(struct vm *vm, const struct gdb_config *c)
     }
     g->vm = vm;
     g->wait = c->wait;
+    g->held = c->wait;
+    g->arch = c->arch;
     g->lfd = g->cfd = -1;
+    for (int i = 0; i < GDB_REFUSED_MAX; i++)
+        g->refused[i] = -1;
     g->alive = vm->ncpus;
     g->tf = !host_is_pvm();
     g->pvm = host_is_pvm();
@@ -218,6 +312,9 @@ void gdb_free(struct gdb *g)
     gdb_finish(g, 0);
     if (g->lfd >= 0)
         close(g->lfd);
+    for (int i = 0; i < GDB_REFUSED_MAX; i++)
+        if (g->refused[i] >= 0)
+            close(g->refused[i]);
     for (int i = 0; i < g->vm->ncpus; i++)
         btrace_disable(&g->cpu[i].bt);
     pthread_cond_destroy(&g->cond);

@@ -16,9 +16,13 @@ struct vm;
 struct trace;
 struct gdb;
 
+/* The target description gdb gets: i386 or x86-64, or the guest's mode when gdb connects. */
+enum gdb_arch { GDB_ARCH_I386, GDB_ARCH_X86_64, GDB_ARCH_MODE };
+
 struct gdb_config {
     const char *addr;           /* [HOST:]PORT; loopback unless HOST */
     bool wait;                  /* -S: no guest instruction before gdb says so */
+    enum gdb_arch arch;
 };
 
 /*

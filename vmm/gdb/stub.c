@@ -76,6 +76,18 @@ void stub_exited(struct stub *s, int status)
     packet_reply(s, "W%02x", status & 0xff);
 }
 
+void stub_console(struct stub *s, const char *line)
+{
+    if (!s->running || s->ended)
+        return;
+    char hex[2 * 240 + 3];
+    size_t n = 0;
+    for (const char *c = line; *c && n + 4 < sizeof(hex); c++)
+        n += (size_t)snprintf(hex + n, sizeof(hex) - n, "%02x", (unsigned char)*c);
+    snprintf(hex + n, sizeof(hex) - n, "0a");
+    packet_reply(s, "O%s", hex);
+}
+
 /* --- registers and memory ----------------------------------------------------- */
 
 static bool get_regs(struct stub *s, struct regs_state *rs)

@@ -94,5 +94,7 @@ void stub_input(struct stub *s, const uint8_t *buf, size_t len);
 void stub_stopped(struct stub *s, const struct stub_stop *st);
 /* The target ended with this exit status (W). */
 void stub_exited(struct stub *s, int status);
+/* A line for gdb's console (an O packet), while the target runs, before its stop reply. */
+void stub_console(struct stub *s, const char *line);
 
 #endif

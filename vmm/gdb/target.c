@@ -300,6 +300,7 @@ static int op_resume(void *ctx, const enum stub_action *act, const char **why)
     for (int i = 0; i < g->vm->ncpus; i++)
         g->cpu[i].act = act[i];
     g->have_stop = false;
+    g->held = false;
     atomic_store(&g->stop_req, false);
     g->gen++;
     pthread_cond_broadcast(&g->cond);
@@ -321,7 +322,7 @@ static void op_kill(void *ctx)
     vm_request_end(g->vm, VM_END_SIGNAL, 128 + SIGKILL, "killed by gdb");
 }
 
-void target_detach(struct gdb *g)
+void target_release(struct gdb *g, bool resume)
 {
     hide_disarm(g);
     pthread_mutex_lock(&g->lock);
@@ -331,10 +332,13 @@ void target_detach(struct gdb *g)
         g->cpu[i].want_record = false;
         btrace_disable(&g->cpu[i].bt);
     }
-    g->have_stop = false;
-    atomic_store(&g->stop_req, false);
-    g->gen++;
-    pthread_cond_broadcast(&g->cond);
+    if (resume) {
+        g->have_stop = false;
+        g->held = false;
+        atomic_store(&g->stop_req, false);
+        g->gen++;
+        pthread_cond_broadcast(&g->cond);
+    }
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -435,7 +439,7 @@ static void op_send(void *ctx, const char *buf, size_t len)
 
 static void op_detach(void *ctx)
 {
-    target_detach(ctx);
+    target_release(ctx, true);
 }
 
 const struct stub_ops target_ops = {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "gdb/btrace.h"
+#include "gdb/gdb.h"
 #include "gdb/stub.h"
 #include "x86/debug.h"
 
@@ -53,10 +54,16 @@ struct gdb_vcpu {
     struct btrace bt;           /* filled by its thread while it runs */
 };
 
+#define GDB_REFUSED_MAX 4
+#define GDB_REFUSED_POLLS 20       /* TARGET_POLL_MS each */
+
 struct gdb {
     struct vm *vm;
     struct trace *tr;
     bool wait;
+    bool held;                  /* -S and no gdb has resumed the guest yet: it waits for one */
+    enum gdb_arch arch;         /* --gdb-arch, or from the image */
+    bool said_narrow;           /* this connection heard that i386 cannot show 64-bit code */
     bool dr_fire;               /* the host's guests fire DR0-3; else points by stepping */
     bool pvm;                   /* kvm_pvm: data breakpoints do not fire in emulated kernel code */
     /* hide.c: execution points by a hidden page (under the lock while vCPUs run). */
@@ -65,6 +72,8 @@ struct gdb {
     int hide_passing;           /* vCPUs stepping through it */
     bool tf;                    /* the host steps with RFLAGS.TF: re-armed before each run */
     int lfd, cfd;
+    int refused[GDB_REFUSED_MAX];       /* second gdbs, told so, closing (gdb.c) */
+    int refused_polls[GDB_REFUSED_MAX];
     char address[320];
     pthread_t thread;
     bool thread_on;
@@ -100,7 +109,10 @@ int target_step_for_points(struct gdb *g, struct vcpu *cpu);
 void target_request_stop(struct gdb *g);
 /* Wait on the condition a moment (under the lock). */
 void target_wait_a_little(struct gdb *g);
-/* gdb leaves: its points and recordings go, the guest runs on. */
-void target_detach(struct gdb *g);
+/*
+ * gdb leaves: its points and recordings go, and the guest runs on (resume),
+ * or stays stopped for the next gdb.
+ */
+void target_release(struct gdb *g, bool resume);
 
 #endif

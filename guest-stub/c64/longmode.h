@@ -7,7 +7,9 @@
  * far-jumps to 64-bit code that calls main and writes main's value to the
  * debug-exit port (status (main << 1) | 1).  As hobby and teaching kernels
  * start: gdb meets the vCPU in 32-bit protected mode, and the symbols it
- * has are an ELF64's.
+ * has are an ELF64's.  SS is left as multiboot leaves it (flat): a `mov
+ * ss` holds the next instruction's step trap back on hardware, so gdb's
+ * `stepi` counts would differ from host to host.
  */
 #ifndef VBTS_STUB_LONGMODE_H
 #define VBTS_STUB_LONGMODE_H
@@ -45,7 +47,6 @@ __asm__(
     "    lgdt gdt_desc\n"
     "    mov $0x10, %ax\n"
     "    mov %ax, %ds\n"
-    "    mov %ax, %ss\n"
     "    mov $stack + 4096, %esp\n"
     "    mov %cr4, %eax\n"
     "    or $0x20, %eax\n"                  /* PAE */
@@ -66,7 +67,6 @@ __asm__(
     "    mov $0x10, %ax\n"
     "    mov %ax, %ds\n"
     "    mov %ax, %es\n"
-    "    mov %ax, %ss\n"
     "    lea stack + 4096(%rip), %rsp\n"
     "    call main\n"
     "    out %al, $0xf4\n"

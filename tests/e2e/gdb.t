@@ -213,13 +213,16 @@ else
 fi
 
 # The 64-bit kernel from its first instruction, in 32-bit mode, with its
-# ELF64: record, stepi across the switch to long mode into main, the
-# history, back one instruction, back to the beginning.
+# ELF64: record, stepi across the switch to long mode (the far jmp is the
+# 17th instruction) and into main, the history, back one instruction,
+# back to the beginning.
 session cross "$STUBS/c64/long.elf" "$STUBS/c64/long.elf" <<'EOG'
 set pagination off
 target remote 127.0.0.1:PORT
 record btrace bts
-stepi 24
+stepi 17
+info symbol $pc
+stepi 5
 info symbol $pc
 echo ==history==\n
 record function-call-history /c
@@ -232,10 +235,11 @@ record stop
 kill
 EOG
 if ! grep -q "warning: .*architecture\|Truncated register" "$TMP/cross.gdb" &&
-   grep -q "^main in section .text$" "$TMP/cross.gdb" && grep -q "^start64 + 17 in section .text$" "$TMP/cross.gdb" &&
+   grep -q "^start64 in section .text$" "$TMP/cross.gdb" && grep -q "^main in section .text$" "$TMP/cross.gdb" &&
+   grep -q "^start64 + [0-9]* in section .text$" "$TMP/cross.gdb" &&
    [ "$(between cross ==history== ==end== | tr '\t' ' ' | tr '\n' ';')" = "1 _start32;2 start64;" ] &&
    grep -q '^\$1 = 1$' "$TMP/cross.gdb"; then
-    ok "long (ELF64, entered in 32-bit mode): from the first instruction, stepi 24 across the switch to long mode into main; history _start32, start64; reverse-stepi; record goto begin at _start32"
+    ok "long (ELF64, entered in 32-bit mode): from the first instruction, stepi 17 across the switch to long mode to start64, 5 more into main; history _start32, start64; reverse-stepi; record goto begin at _start32"
 else
     fail "long from its first instruction"; diag_file "$TMP/cross.gdb" 25; diag_file "$TMP/cross.err"
 fi

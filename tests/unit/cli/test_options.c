@@ -139,4 +139,14 @@ Test(options, gdb)
     cr_assert_str_eq(err, "--gdb: empty address (use [HOST:]PORT)");
     cr_assert_eq(PARSE(&o, err, "--gdb"), OPT_ERROR);
     cr_assert_str_eq(err, "option '--gdb' needs a value");
+    cr_assert_eq(PARSE(&o, err, "--gdb", "1", "g"), OPT_RUN);
+    cr_assert_eq(o.gdb_arch, -1, "from the image");
+    cr_assert_eq(PARSE(&o, err, "--gdb", "1", "--gdb-arch", "x86-64", "g"), OPT_RUN);
+    cr_assert_eq(o.gdb_arch, 1);
+    cr_assert_eq(PARSE(&o, err, "--gdb", "1", "--gdb-arch", "i386", "g"), OPT_RUN);
+    cr_assert_eq(o.gdb_arch, 0);
+    cr_assert_eq(PARSE(&o, err, "--gdb", "1", "--gdb-arch", "amd64", "g"), OPT_ERROR);
+    cr_assert_str_eq(err, "--gdb-arch: 'amd64' is not i386 or x86-64");
+    cr_assert_eq(PARSE(&o, err, "--gdb-arch", "i386", "g"), OPT_ERROR);
+    cr_assert_str_eq(err, "--gdb-arch is gdb's: it needs --gdb [HOST:]PORT");
 }

@@ -177,3 +177,17 @@ Test(stub, a_packet_longer_than_packetsize_is_refused)
     big[sizeof(big) - 1] = 0;
     cr_assert_str_eq(ask(big), "E.packet longer than PacketSize");
 }
+
+Test(stub, a_console_line_while_the_target_runs)
+{
+    nout = 0;
+    stub_console(&st, "hi");
+    cr_assert_eq(nout, 0, "stopped: no O packet");
+    ask("c");
+    nout = 0;
+    stub_console(&st, "hi");
+    cr_assert(strstr(out, "$O68690a#"), "%s", out);
+    struct stub_stop s = { .cpu = 0, .signal = 5 };
+    stub_stopped(&st, &s);
+    cr_assert(strstr(out, "T05thread:1;"), "the stop reply after it");
+}

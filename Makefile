@@ -13,6 +13,11 @@ CFLAGS  ?= -O2 -g
 REQ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -Idecoder/include -Idecoder/cli -Ivmm
 REQ_LDFLAGS := -pthread
 NASM    ?= nasm
+# Kernel payloads are unpacked with each format's library (vmm/boot/unpack.c);
+# traces are compressed with libzstd, in the monitor and the decoder library.
+UNPACK_LIBS := -lz -lbz2 -llzma -llzo2 -llz4 -lzstd
+VMM_LIBS := -lZydis -lelf -lseccomp $(UNPACK_LIBS)
+DEC_LIBS := -lzstd
 
 VMM_SRC   := $(filter-out vmm/cli/main.c,$(shell find vmm -name '*.c' | LC_ALL=C sort))
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o)
@@ -50,16 +55,16 @@ $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/vbts: $(BUILD)/vmm/cli/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf -lseccomp
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ $(VMM_LIBS)
 
 $(BUILD)/vbts-decode: $(BUILD)/decoder/cli/vbts-decode.o $(CLI_OBJ) $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -ldw -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -ldw -lelf $(DEC_LIBS)
 
 $(BUILD)/vbts-ctl: $(BUILD)/decoder/cli/vbts-ctl.o $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ $(DEC_LIBS)
 
 $(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(CLI_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -lZydis -ldw -lelf -lseccomp
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lcriterion -ldw $(VMM_LIBS)
 
 # Flat multiboot images (a.out kludge) and a symbol map for the test tools.
 $(BUILD)/guest-stub/%.bin: guest-stub/%.asm $(STUB_INC)
@@ -133,9 +138,11 @@ bench: deps
 	@for b in bench/*.sh; do echo "== $$b (this machine's KVM)"; BUILD=$(BUILD) $$b || exit 1; done
 	@echo "== bench/tracer.sh in the lab (stock kvm_amd, nested SVM under QEMU TCG)"
 	@scripts/lab.sh setup >/dev/null && scripts/lab.sh run env BUILD=$(BUILD) BENCH_QEMU=0 bench/tracer.sh
+	@echo "== bench/compress.sh in the lab (decoding and unpacking are the host's: measured above)"
+	@scripts/lab.sh run env BUILD=$(BUILD) BENCH_LOOPS=50000 BENCH_LINUX=50000 BENCH_DECODE=0 BENCH_BOOT=0 BENCH_RUNS=9 bench/compress.sh
 
 $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -lelf -lseccomp
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ $(VMM_LIBS)
 
 # --- fuzzing -----------------------------------------------------------------
 # One libFuzzer target per input surface, fuzz/fuzz_<target>.c, with its seed
@@ -149,7 +156,7 @@ $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/
 # leak-*, timeout-*, oom-*, prefixed with the target).  Fix the bug, then
 # copy the input into fuzz/corpus/<target>/ under a name that says what it
 # found: from then on every `make test` replays it, so the bug stays fixed.
-FUZZ_TARGETS := proto reader decode symbols multiboot linux lz4 client guest_bts gdb stretch
+FUZZ_TARGETS := proto reader decode symbols multiboot linux unpack client guest_bts gdb stretch
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -pthread -Iinclude -Idecoder/include -Idecoder/cli -Ivmm -fno-omit-frame-pointer \
@@ -166,11 +173,11 @@ $(BUILD)/fuzz/libvbts.a: $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(VMM_SRC) $(DEC_S
 	$(AR) rcs $@ $^
 
 $(FUZZ_BIN): $(BUILD)/fuzz/fuzz-%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(BUILD)/fuzz/libvbts.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lZydis -ldw -lelf
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -ldw $(VMM_LIBS)
 
 $(FUZZ_REPLAY): $(BUILD)/fuzz/replay-%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o \
 		$(CLI_OBJ) $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
-	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lZydis -ldw -lelf
+	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -ldw $(VMM_LIBS)
 
 fuzz-replay: $(FUZZ_REPLAY)
 

@@ -3,12 +3,7 @@
 # by the step engine and by the branch engine (where this host runs it),
 # with exits per record and records/s; a Linux window from start_kernel
 # under both; and QEMU TCG's branch trace of a loop stub, as a time ratio.
-set -eu
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-now() { date +%s.%N; }
+. "$(dirname "$0")/prelude"
 
 nasm -f bin -Iguest-stub/include/ -DLOOPS=1 -DPAD=0 -o "$T/one.bin" bench/loop.asm
 engines="step branch"

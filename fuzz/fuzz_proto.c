@@ -4,7 +4,8 @@
  * code (export/server/ without sockets), with buffers that hold records in
  * each overflow mode.  Every byte the server sends back must be a
  * well-formed message or chunk; anything else, or a sanitizer report, is a
- * crash.
+ * crash.  A stream the client asked to compress (HELLO option ZSTD) must
+ * be whole zstd frames that decompress to the same.
  */
 #include "fuzz.h"
 
@@ -12,17 +13,45 @@
 #include "export/server/server.h"
 #include "vbts/protocol.h"
 
+#include <zstd.h>
+
 struct check {
     uint8_t pend[VBTS_PROTO_HDR_SIZE + 64];     /* a partial item header */
     size_t npend;
     uint64_t skip;                              /* payload bytes left */
     int after_stream;                           /* expect the 32-byte file header */
     int started;                                /* something was received */
+    ZSTD_DStream *zd;                           /* the stream came compressed */
+    size_t zleft;                               /* 0: it ended at a frame's end */
 };
+
+static void check_plain(struct check *c, const uint8_t *p, size_t n);
+
+/* Compressed stream bytes: decompressed, then checked as the plain ones. */
+static void check_zstd(struct check *c, const uint8_t *p, size_t n)
+{
+    ZSTD_inBuffer in = { p, n, 0 };
+    while (in.pos < in.size) {
+        uint8_t out[8192];
+        ZSTD_outBuffer o = { out, sizeof(out), 0 };
+        c->zleft = ZSTD_decompressStream(c->zd, &o, &in);
+        if (ZSTD_isError(c->zleft))
+            abort();
+        check_plain(c, out, o.pos);
+    }
+}
 
 static void check_out(void *ctx, const uint8_t *p, size_t n)
 {
     struct check *c = ctx;
+    if (c->zd)
+        check_zstd(c, p, n);
+    else
+        check_plain(c, p, n);
+}
+
+static void check_plain(struct check *c, const uint8_t *p, size_t n)
+{
     while (n > 0) {
         if (c->skip) {
             size_t k = n < c->skip ? n : (size_t)c->skip;
@@ -38,6 +67,15 @@ static void check_out(void *ctx, const uint8_t *p, size_t n)
             c->started = 1;
             if (!memcmp(c->pend, VBTS_MAGIC, 4))
                 c->after_stream = 1;
+        }
+        if (c->after_stream == 1 && c->npend == 4 && !c->zd &&
+            vbts_le32(c->pend) == ZSTD_MAGICNUMBER) {
+            if (!(c->zd = ZSTD_createDStream()))
+                abort();
+            c->npend = 0;
+            check_zstd(c, (const uint8_t *)"\x28\xb5\x2f\xfd", 4);
+            check_zstd(c, p, n);
+            return;
         }
         if (c->after_stream == 1) {
             if (c->npend == 32) {
@@ -104,5 +142,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     server_detached_feed(x, data + 1, half, check_out, &c);
     server_detached_feed(x, data + 1 + half, size - 1 - half, check_out, &c);
     server_free_detached(x);
+    /* Whole frames only: what was sent ends at a frame's end. */
+    if (c.zd && c.zleft)
+        abort();
+    ZSTD_freeDStream(c.zd);
     return 0;
 }

@@ -4,15 +4,20 @@
  * (decoder/lib/reader.c), twice: from memory, and from a non-blocking pipe
  * fed in pieces of every size, so that each structure is cut at every
  * point and resumed after VBTS_ERR_AGAIN.  Both must give the same records
- * and the same end; every record must be the bytes at its offset.
+ * and the same end; every record must be the bytes at its offset.  A
+ * stream with zstd's magic is read decompressed: its records must be the
+ * bytes at their offsets in what zstd itself makes of the input.
  */
 #include "fuzz.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <vbts/decode.h>
 #include <vbts/le.h>
+#include <zstd.h>
 
 #define MAX_EVENTS 4096
 
@@ -25,15 +30,43 @@ struct run {
 
 static struct run mem, piped;
 
-/* The record at ev->offset is what ev says, and ev is consistent. */
-static void check_event(const uint8_t *data, size_t size, const struct vbts_file_header *h,
-                        const struct vbts_event *ev)
+/* What records are checked against: the input, or zstd's output for it. */
+#define PLAIN_MAX (1u << 20)
+static const uint8_t *plain;
+static size_t plain_len;
+static int compressed;
+
+/* As much of data as zstd decompresses, up to PLAIN_MAX bytes, frames cut short included. */
+static void unzstd(const uint8_t *data, size_t size)
 {
-    fuzz_check(ev->offset <= size && size - ev->offset >= VBTS_RECORD_SIZE,
-               "record at %llu of %zu bytes", (unsigned long long)ev->offset, size);
-    const uint8_t *p = data + ev->offset;
-    fuzz_check(ev->rec.from == vbts_le64(p) && ev->rec.to == vbts_le64(p + 8) &&
-               ev->rec.flags == vbts_le64(p + 16), "record differs from its bytes");
+    static uint8_t *buf;
+    if (!buf && !(buf = malloc(PLAIN_MAX)))
+        abort();
+    ZSTD_DStream *d = ZSTD_createDStream();
+    if (!d)
+        abort();
+    ZSTD_inBuffer in = { data, size, 0 };
+    ZSTD_outBuffer out = { buf, PLAIN_MAX, 0 };
+    while (in.pos < in.size && out.pos < out.size) {
+        size_t before = in.pos + out.pos;
+        if (ZSTD_isError(ZSTD_decompressStream(d, &out, &in)) || in.pos + out.pos == before)
+            break;
+    }
+    ZSTD_freeDStream(d);
+    plain = buf;
+    plain_len = out.pos;
+}
+
+/* The record at ev->offset is what ev says, and ev is consistent. */
+static void check_event(const struct vbts_file_header *h, const struct vbts_event *ev)
+{
+    /* Past PLAIN_MAX (a tiny frame may unpack to much) the bytes are not kept. */
+    bool kept = ev->offset <= plain_len && plain_len - ev->offset >= VBTS_RECORD_SIZE;
+    fuzz_check(kept || (compressed && plain_len == PLAIN_MAX),
+               "record at %llu of %zu bytes", (unsigned long long)ev->offset, plain_len);
+    const uint8_t *p = plain + ev->offset;
+    fuzz_check(!kept || (ev->rec.from == vbts_le64(p) && ev->rec.to == vbts_le64(p + 8) &&
+                         ev->rec.flags == vbts_le64(p + 16)), "record differs from its bytes");
     fuzz_check(ev->cpu < h->ncpus, "cpu %u of %u", ev->cpu, h->ncpus);
     fuzz_check(ev->is_marker == (vbts_record_is_marker(&ev->rec) != 0), "marker bit");
     if (ev->is_marker)
@@ -60,7 +93,7 @@ static void read_mem(const uint8_t *data, size_t size)
             break;
         }
         fuzz_check(vbts_reader_header(r, &h) == 0, "header after a record");
-        check_event(data, size, &h, &ev);
+        check_event(&h, &ev);
         fuzz_check(mem.n == 0 || ev.offset > last, "offsets go forward");
         last = ev.offset;
         mem.ev[mem.n++] = ev;
@@ -92,7 +125,8 @@ static void read_pipe(const uint8_t *data, size_t size)
         int rc = vbts_reader_next(r, &ev);
         if (rc == 1) {
             piped.ev[piped.n++] = ev;
-            fuzz_check(vbts_reader_buffered(r) <= 64 * 1024, "buffered");
+            /* A compressed stream holds a frame's worth (256 KiB) */
+            fuzz_check(vbts_reader_buffered(r) <= (compressed ? 256u : 64u) * 1024, "buffered");
             continue;
         }
         if (rc != VBTS_ERR_AGAIN) {
@@ -133,6 +167,11 @@ static int same(const struct vbts_event *a, const struct vbts_event *b)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    compressed = size >= 4 && vbts_le32(data) == ZSTD_MAGICNUMBER;
+    plain = data;
+    plain_len = size;
+    if (compressed)
+        unzstd(data, size);
     read_mem(data, size);
     read_pipe(data, size);
     fuzz_check(mem.n == piped.n, "memory: %d records, pipe: %d", mem.n, piped.n);

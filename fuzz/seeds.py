@@ -5,14 +5,21 @@
     fuzz/seeds.py [CORPUS_DIR]      (default: fuzz/corpus next to this file)
 
 Writes small valid inputs that no build produces: bzImages with and without
-an LZ4 payload, LZ4 frames, ELF symbol files, synthetic traces, server
+a compressed payload, kernel payloads in every format (made with Python's
+zlib, bz2 and lzma, by hand for lzop and raw zstd, with Debian's zstd when
+it is installed), ELF symbol files, synthetic traces, server
 replies, guest-BTS programs.  Deterministic: running it again rewrites the
 same bytes.  Seeds taken from real runs (traces of the stubs, the stubs'
 multiboot images, their symbol maps) are copied by hand, as the README says.
 """
+import bz2
+import gzip
+import lzma
 import os
 import struct
+import subprocess
 import sys
+import zlib
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
@@ -72,7 +79,18 @@ def traces():
         "header_only": file_header(4),
         "truncated_record": EXAMPLE[:-7],
         "seq_gap": file_header(1) + chunk(0, 0, [START]) + chunk(0, 2, [STOP]),
+        # Compressed streams (docs/format.md): raw zstd frames of 200 bytes
+        # or less, cut anywhere; one cut off in its last frame; one frame
+        # made by Debian's zstd, with real compressed blocks.
+        "zstd_frames": zstd_frames(two),
+        "zstd_cut": zstd_frames(EXAMPLE)[:-9],
+        **({"zstd_tool": z} if (z := tool(["zstd", "-3", "-q", "-c"], EXAMPLE)) else {}),
     }
+
+
+def zstd_frames(data, size=200):
+    """data as raw zstd frames of size bytes at most."""
+    return b"".join(zstd_raw(data[i:i + size]) for i in range(0, len(data), size))
 
 
 # --- symbol files ---------------------------------------------------------------
@@ -171,7 +189,73 @@ def lz4():
         "literals_long": struct.pack("<H", 400) + lz4_frame([lz4_literals(bytes(range(256)) + b"x" * 44)]),
         "two_frames": struct.pack("<H", 64) + lz4_frame([LZ4_MATCH]) + lz4_frame([LZ4_MATCH]),
         "long_match": struct.pack("<H", 4096) + lz4_frame([bytes([0x1F, ord("z"), 1, 0, 255, 255, 3, 0x10, ord("!")])]),
+        # A match 12 bytes before the end and 5 literals after, as liblz4 wants them.
+        "match_spec_margins": struct.pack("<H", 64) + lz4_frame([bytes([0x14, ord("a"), 1, 0, 0x50]) + b"xxxxx"], 14),
     }
+
+
+# --- every payload format of the Linux boot protocol (vmm/boot/unpack.c) ---------------
+TEXT = b"vmlinux " * 40 + bytes(range(256)) + b"\x90" * 300
+
+
+def lzop(blocks, flags=0x03000001, method=1):
+    """An lzop file as lzop 1.04 writes it: version 0x1040, adler32 of each block's data.
+    blocks: (uncompressed, stored-or-LZO1X bytes) pairs."""
+    h = struct.pack(">HHHBBIIII", 0x1040, 0x2080, 0x0940, method, 5, flags, 0, 0, 0) + b"\0"
+    out = b"\x89LZO\0\r\n\x1a\n" + h + struct.pack(">I", zlib.adler32(h))
+    for raw, packed in blocks:
+        out += struct.pack(">III", len(raw), len(packed), zlib.adler32(raw)) + packed
+    return out + struct.pack(">I", 0)
+
+
+def zstd_raw(data, rle=False):
+    """A zstd frame of one block, raw or RLE, single segment, its size in the header."""
+    assert len(data) < 256
+    block = bytes([data[0]]) if rle else data
+    bh = 1 | (1 if rle else 0) << 1 | len(data) << 3
+    return b"\x28\xb5\x2f\xfd\x20" + bytes([len(data)]) + struct.pack("<I", bh)[:3] + block
+
+
+def tool(argv, data):
+    """Debian's compressor, when it is installed (seeds stay the same for one version)."""
+    try:
+        return subprocess.run(argv, input=data, stdout=subprocess.PIPE, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def unpack():
+    cap = struct.pack("<H", 2048)
+    seeds = {"lz4_" + k: v for k, v in lz4().items()}
+    seeds.update({
+        "gzip": cap + gzip.compress(TEXT, 9, mtime=0),
+        "bzip2": cap + bz2.compress(TEXT, 1),
+        "lzma": cap + lzma.compress(TEXT, format=lzma.FORMAT_ALONE, preset=1),
+        "xz_x86": cap + lzma.compress(TEXT, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32,
+                                      filters=[{"id": lzma.FILTER_X86}, {"id": lzma.FILTER_LZMA2, "preset": 1}]),
+        # Stored blocks (lzop keeps a block that does not shrink as it is).
+        "lzop_stored": cap + lzop([(TEXT[:100], TEXT[:100]), (TEXT[100:300], TEXT[100:300])]),
+        "zstd_raw": cap + zstd_raw(TEXT[:200]),
+        "zstd_rle": cap + zstd_raw(b"\x90" * 200, rle=True),
+        "elf": cap + vmlinux(),
+    })
+    z = tool(["zstd", "-19", "-q", "-c"], TEXT)
+    if z:
+        seeds["zstd"] = cap + z
+    z = tool(["lzop", "-9", "-c"], TEXT)
+    if z:
+        seeds["lzop"] = cap + lzop_no_mtime(z)
+    return seeds
+
+
+def lzop_no_mtime(z):
+    """lzop's own file with its time stamp zeroed (and its header checksum redone)."""
+    z = bytearray(z)
+    assert z[9:11] >= b"\x09\x40" and not struct.unpack_from(">I", z, 17)[0] & 0x1000
+    z[25:33] = bytes(8)
+    end = 34 + z[33]
+    struct.pack_into(">I", z, end, zlib.adler32(bytes(z[9:end])))
+    return bytes(z)
 
 
 def vmlinux(paddr=0x1000000, code=b"\x90" * 64 + b"\xf4"):
@@ -215,6 +299,11 @@ def linux():
         "plain_initrd_long_cmdline": b"\x13" + bzimage(),
         "lz4_vmlinux": b"\x00" + bzimage(packed),
         "lz4_vmlinux_initrd": b"\x05" + bzimage(packed),
+        "gzip_vmlinux": b"\x00" + bzimage(gzip.compress(vm, 9, mtime=0)),
+        "xz_vmlinux": b"\x00" + bzimage(lzma.compress(vm, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32) +
+                                        struct.pack("<I", len(vm))),
+        "zstd_vmlinux": b"\x00" + bzimage(zstd_raw(vm[:200]) + struct.pack("<I", 200)),
+        "elf_vmlinux": b"\x00" + bzimage(vm),
         "old_protocol": b"\x00" + bzimage(version=0x020B),
     }
 
@@ -274,6 +363,17 @@ def client():
         "chunks_after": HELLO + status_reply() + get + chunk(0, 0, [START, branch(1, 2, 3), STOP]) + chunk(1, 4, []),
         "plain_stream": EXAMPLE,
         "hello_refused": msg(0x8001, struct.pack("<I", 5) + b"unsupported protocol version"),
+    }
+
+
+# --- proto: a client's bytes to the server (first byte: overflow mode, buffer size) ---
+def proto():
+    hello_zstd = msg(1, struct.pack("<HHI", 1, 1, 1))
+    stream = msg(8, bytes(8))
+    return {
+        # drop mode, 11 records: HELLO 1.1 asking for ZSTD, then STREAM.
+        "hello_zstd_stream": bytes([41]) + hello_zstd + stream,
+        "hello_unknown_option": bytes([41]) + msg(1, struct.pack("<HHI", 1, 1, 6)) + stream,
     }
 
 
@@ -372,7 +472,7 @@ def stretch():
 
 def main():
     for target, seeds in (("reader", traces()), ("symbols", symbols()), ("decode", decode()),
-                          ("lz4", lz4()), ("linux", linux()), ("multiboot", multiboot()), ("client", client()),
+                          ("unpack", unpack()), ("linux", linux()), ("multiboot", multiboot()), ("client", client()), ("proto", proto()),
                           ("guest_bts", guest_bts()), ("gdb", gdb()), ("stretch", stretch())):
         for name, data in seeds.items():
             put(target, name, data)

@@ -19,7 +19,8 @@
 #
 # Environment: LAB_MEM (MiB, default 3072), LAB_CPUS (default 1: see below),
 # LAB_TCG_THREAD (single, the default, or multi), LAB_TIMEOUT (seconds for a
-# run, default 3600), LAB_KEEP=1 keeps the run
+# run, default 3600), LAB_STALL (seconds without output after which a run is
+# stopped; default 0, never), LAB_KEEP=1 keeps the run
 # directory (job, console log, QEMU's messages), LAB_QEMU=system runs the
 # system's QEMU instead (7.2 on Debian 12: no breakpoints fire there).
 # Needs apt-get, dpkg, cpio and busybox-static; nothing is built from source.
@@ -211,7 +212,28 @@ run() {
     local t1=$!
     tail -n +1 -s 0.2 -f --pid=$qpid "$rundir/stderr" >&2 &
     local t2=$!
+    # LAB_STALL=N: a lab whose job writes nothing for N seconds is stopped
+    # (a nested guest under TCG has been seen to stall whole, now and then,
+    # where no timeout inside it can fire).
+    local wd=
+    if [ "${LAB_STALL:-0}" -gt 0 ]; then
+        (
+            last= quiet=0
+            while kill -0 $qpid 2>/dev/null; do
+                sleep 5
+                now=$(cat "$rundir/stdout" "$rundir/stderr" 2>/dev/null | wc -c)
+                if [ "$now" = "$last" ]; then quiet=$((quiet + 5)); else quiet=0 last=$now; fi
+                if [ $quiet -ge "$LAB_STALL" ]; then
+                    echo "lab: no output for $LAB_STALL s: the lab is stopped (LAB_STALL)" >&2
+                    kill $qpid
+                    break
+                fi
+            done
+        ) &
+        wd=$!
+    fi
     wait $qpid || qst=$?
+    if [ -n "$wd" ]; then kill $wd 2>/dev/null || true; fi
     wait $t1 $t2 2>/dev/null || true
     local st
     if [ -s "$rundir/status" ]; then

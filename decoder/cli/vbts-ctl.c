@@ -30,7 +30,10 @@ static const char usage[] =
     "  clear [CPU]             empty the buffer; prints how many records went\n"
     "  drain [CPU] [-o FILE]   all buffered records, oldest first, as a trace\n"
     "                          (to FILE or a pipe), then clear\n"
-    "  stream [-o FILE]        the live trace, until the guest ends\n"
+    "  stream [-o FILE] [--compress]\n"
+    "                          the live trace, until the guest ends; with\n"
+    "                          --compress, sent and written as zstd frames\n"
+    "                          (a .zst trace: vbts-decode and zstd -d read it)\n"
     "  watch [-n COUNT]        print a line each time a buffer becomes full\n"
     "\n"
     "  -f, --format=FMT  text (default) or json, for status and get\n"
@@ -424,6 +427,7 @@ struct command {
     int nrest;
     char **rest;
     const char *out_path;   /* drain, stream: -o FILE */
+    uint32_t options;       /* stream --compress: HELLO's VBTS_HELLO_ZSTD */
     uint64_t num;           /* get: INDEX; watch: -n COUNT */
     uint16_t cpu;
 };
@@ -439,11 +443,17 @@ static int parse_command(struct command *c)
         known |= !strcmp(cmd, cmds[k]);
     if (!known)
         return usage_error("unknown command '%s'", cmd);
+    for (int j = 0; j < c->nrest && strcmp(cmd, "stream"); j++)
+        if (!strcmp(c->rest[j], "--compress") || !strcmp(c->rest[j], "-z"))
+            return usage_error("%s: --compress is for stream", cmd);
     if (!strcmp(cmd, "drain") || !strcmp(cmd, "stream") || !strcmp(cmd, "watch")) {
         int k = 0;
         for (int j = 0; j < c->nrest; j++) {
             if (!strcmp(c->rest[j], "-o") && j + 1 < c->nrest && cmd[0] != 'w')
                 c->out_path = c->rest[++j];
+            else if ((!strcmp(c->rest[j], "--compress") || !strcmp(c->rest[j], "-z")) &&
+                     cmd[0] == 's')
+                c->options |= VBTS_HELLO_ZSTD;
             else if (!strcmp(c->rest[j], "-n") && j + 1 < c->nrest && cmd[0] == 'w') {
                 if (parse_num(c->rest[++j], &c->num) < 0)
                     return usage_error("watch: bad count '%s'", c->rest[j]);
@@ -527,7 +537,7 @@ int main(int argc, char **argv)
     if (st >= 0)
         return st;
     char err[512];
-    struct vbts_client *cl = vbts_client_open(addr, err, sizeof(err));
+    struct vbts_client *cl = vbts_client_open_opts(addr, c.options, err, sizeof(err));
     if (!cl) {
         fprintf(stderr, "vbts-ctl: %s\n", err);
         return 1;

@@ -26,9 +26,11 @@
 #define OUT_SIZE  (256 * 1024)
 
 static const char usage[] =
-    "Usage: vbts-decode [--format FMT] [--symbols FILE] FILE|-|unix:PATH|tcp:HOST:PORT\n"
+    "Usage: vbts-decode [--format FMT] [--symbols FILE] [--compress]\n"
+    "                   FILE|-|unix:PATH|tcp:HOST:PORT\n"
     "Print the branch records of a vbts trace (FILE, - for stdin, or the live\n"
     "trace socket of a running vbts: see vbts-ctl for its other commands).\n"
+    "A trace written compressed (a .zst file, zstd frames) is read as it is.\n"
     "\n"
     "  -f, --format=FMT  text (default): one line per record, like perf script\n"
     "                    json: one JSON object per line\n"
@@ -42,6 +44,8 @@ static const char usage[] =
     "                      DWARF of the --symbols ELF\n"
     "  -s, --symbols=MAP symbols for addresses: System.map, /proc/kallsyms\n"
     "                    text, or an ELF file (vmlinux; with DWARF for lcov)\n"
+    "  -z, --compress    a socket: ask the monitor to send the trace as zstd\n"
+    "                    frames (less to carry over a network)\n"
     "  -h, --help        print this help and exit\n"
     "  -V, --version     print the version and exit\n"
     "\n"
@@ -71,6 +75,7 @@ static void flush_out(void)
 
 static struct vbts_symtab *symtab;
 static const char *symfile;
+static uint32_t hello_options;  /* --compress: VBTS_HELLO_ZSTD */
 
 static void emit(const struct vbts_event *ev, enum format_kind kind)
 {
@@ -237,6 +242,8 @@ static int parse_args(int argc, char **argv, const char **format, const char **p
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage, stdout);
             return fflush(stdout) ? 1 : 0;
+        } else if (!strcmp(a, "-z") || !strcmp(a, "--compress")) {
+            hello_options |= VBTS_HELLO_ZSTD;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("vbts-decode %s (trace format %d.%d)\n", VBTS_DECODE_VERSION,
                    VBTS_VERSION_MAJOR, VBTS_VERSION_MINOR);
@@ -272,7 +279,7 @@ static int open_input(const char *path, struct vbts_client **client)
     if (vbts_is_socket_addr(path)) {
         char err[512];
         struct vbts_item it;
-        *client = vbts_client_open(path, err, sizeof(err));
+        *client = vbts_client_open_opts(path, hello_options, err, sizeof(err));
         if (!*client ||
             vbts_client_call(*client, VBTS_MSG_STREAM, (const uint8_t[VBTS_STREAM_REQ_SIZE]){ 0 },
                              VBTS_STREAM_REQ_SIZE, &it, err, sizeof(err), NULL, NULL) < 0) {
@@ -324,6 +331,9 @@ int main(int argc, char **argv)
         return st;
     if (!path)
         return usage_error("%s", "missing FILE operand");
+    if (hello_options && !vbts_is_socket_addr(path))
+        return usage_error("--compress is for a monitor's socket (unix:PATH or tcp:HOST:PORT), "
+                           "not '%s': a file is read compressed or not as it is", path);
     const struct view_type *view = view_find(format);
     if (view == &lcov_view && !symfile)
         return usage_error("%s", "--format lcov needs --symbols ELF, an ELF file with DWARF (built with -g)");

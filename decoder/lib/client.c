@@ -242,6 +242,12 @@ int vbts_client_call(struct vbts_client *c, uint16_t type, const void *payload, 
 
 struct vbts_client *vbts_client_open(const char *addr, char *err, size_t errlen)
 {
+    return vbts_client_open_opts(addr, 0, err, errlen);
+}
+
+struct vbts_client *vbts_client_open_opts(const char *addr, uint32_t options, char *err,
+                                          size_t errlen)
+{
     struct vbts_client *c = calloc(1, sizeof(*c));
     if (!c) {
         errf(err, errlen, "out of memory");
@@ -255,10 +261,15 @@ struct vbts_client *vbts_client_open(const char *addr, char *err, size_t errlen)
     uint8_t p[VBTS_HELLO_REQ_SIZE] = { 0 };
     vbts_put16(p, VBTS_PROTO_MAJOR);
     vbts_put16(p + 2, VBTS_PROTO_MINOR);
+    vbts_put32(p + 4, options);
     struct vbts_item it;
     char e[256];
     if (vbts_client_call(c, VBTS_MSG_HELLO, p, sizeof(p), &it, e, sizeof(e), NULL, NULL) < 0) {
-        errf(err, errlen, "%s: %s", addr, e);
+        /* Options came with protocol 1.1: a 1.0 monitor finds the field not 0. */
+        if (options && it.kind == VBTS_ITEM_MSG && it.status == VBTS_PROTO_E_FIELD)
+            errf(err, errlen, "%s: the monitor does not compress streams (%s)", addr, e);
+        else
+            errf(err, errlen, "%s: %s", addr, e);
         vbts_client_close(c);
         return NULL;
     }

@@ -77,6 +77,7 @@ const char *vbts_strerror(int err)
     case VBTS_ERR_TRUNC_RECORD: return "truncated record";
     case VBTS_ERR_SEQ_GAP: return "sequence gap";
     case VBTS_ERR_SEQ_BACK: return "sequence regression";
+    case VBTS_ERR_ZSTD: return "corrupt compressed frame";
     }
     return "unknown error";
 }

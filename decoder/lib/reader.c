@@ -5,15 +5,31 @@
  * VBTS_ERR_AGAIN at any point and the next call resumes where it stopped.
  * Memory use is fixed: one read buffer and one slot per vCPU (at most
  * 65536, the range of the 16-bit cpu field), whatever the counts say.
+ *
+ * A stream that starts with zstd's magic is decompressed below the
+ * parser, a whole frame at a time: its compressed bytes are gathered, then
+ * decompressed in one call, so that a stream cut off inside a frame ends
+ * where the frame began (vbts writes one frame per chunk), and so that
+ * what a frame gives does not depend on how its bytes arrived (zstd's
+ * streaming decoder checks a frame's stated size only when the frame ends
+ * inside one call).  Only a frame beyond the buffers (256 KiB compressed or
+ * decompressed: not vbts's) is decompressed in pieces and let through as
+ * it comes, its size checked here; its window is bounded by zstd's
+ * default limit (128 MiB).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <vbts/decode.h>
+#include <zstd.h>
+#include <zstd_errors.h>
 #include "vbts/le.h"
 
 #define BUF_SIZE       (64 * 1024)
+#define ZBUF_SIZE      (256 * 1024)   /* decompressed: more than one chunk's frame */
+#define ZIN_SIZE       (256 * 1024)   /* compressed: more than one chunk's frame */
+static const unsigned char ZSTD_MAGIC[4] = { 0x28, 0xb5, 0x2f, 0xfd };
 #define FILE_HDR_SIZE  32
 #define CHUNK_HDR_SIZE 24
 #define MAX_CPUS       65536u
@@ -27,9 +43,17 @@ struct cpu_seq {
 
 struct vbts_reader {
     int fd;                       /* -1 for a memory reader */
-    unsigned char *buf;           /* our buffer (fd readers only) */
+    unsigned char *buf;           /* our buffer (fd readers, compressed streams) */
     const unsigned char *data;    /* buf, or the caller's memory */
     size_t pos, len;              /* unconsumed bytes: data[pos..len) */
+    int sniffed;                  /* the first bytes were checked for zstd's magic */
+    ZSTD_DCtx *zd;                /* a compressed stream: its decompressor, else NULL */
+    const unsigned char *zin;     /* compressed bytes: zbuf, or the caller's memory */
+    unsigned char *zbuf;
+    size_t zin_pos, zin_len;
+    int zpieces;                  /* a frame beyond the buffers, in pieces: */
+    unsigned long long zwant;     /* the size it states (or ZSTD_CONTENTSIZE_UNKNOWN) */
+    unsigned long long zgot;      /* and what it gave so far */
     uint64_t off;                 /* stream offset of data[pos] */
     enum state state;
     uint64_t skip;                /* extra header bytes left to skip */
@@ -89,6 +113,8 @@ void vbts_reader_free(struct vbts_reader *r)
 {
     if (!r)
         return;
+    ZSTD_freeDCtx(r->zd);
+    free(r->zbuf);
     free(r->cpus);
     free(r->buf);
     free(r);
@@ -107,13 +133,8 @@ static size_t avail(const struct vbts_reader *r)
     return r->len - r->pos;
 }
 
-/*
- * Make need bytes (<= BUF_SIZE) available: 1 when they are, 0 at end of
- * stream before that, VBTS_ERR_AGAIN or VBTS_ERR_IO.  A pipe or socket may
- * return any short count, so we loop; the bytes that did arrive stay
- * buffered across VBTS_ERR_AGAIN.
- */
-static int fill(struct vbts_reader *r, size_t need)
+/* Plain bytes from the fd into buf until need are there: 1, 0 at end of stream, or an error. */
+static int fill_raw(struct vbts_reader *r, size_t need)
 {
     while (avail(r) < need) {
         if (r->fd < 0)
@@ -136,6 +157,180 @@ static int fill(struct vbts_reader *r, size_t need)
             return fail(r, VBTS_ERR_IO, r->off);
     }
     return 1;
+}
+
+/*
+ * A compressed stream from here on: what was read so far is its first
+ * compressed bytes, and buf holds what they decompress to.
+ */
+static int start_zstd(struct vbts_reader *r)
+{
+    r->zd = ZSTD_createDCtx();
+    unsigned char *out = malloc(ZBUF_SIZE);
+    unsigned char *in = r->fd >= 0 ? malloc(ZIN_SIZE) : NULL;
+    if (!r->zd || !out || (r->fd >= 0 && !in)) {
+        free(out);
+        free(in);
+        return fail(r, VBTS_ERR_NOMEM, 0);
+    }
+    if (r->fd >= 0) {
+        memcpy(in, r->buf, r->len);         /* at most BUF_SIZE <= ZIN_SIZE */
+        free(r->buf);
+        r->zbuf = in;
+        r->zin = in;
+    } else {
+        r->zin = r->data;
+    }
+    r->zin_pos = r->pos;
+    r->zin_len = r->len;
+    r->buf = out;
+    r->data = out;
+    r->pos = r->len = 0;
+    return 0;
+}
+
+/* The stream's first four bytes, read before anything is parsed. */
+static int sniff(struct vbts_reader *r)
+{
+    int rc = fill_raw(r, sizeof(ZSTD_MAGIC));
+    if (rc < 0)
+        return rc;
+    r->sniffed = 1;
+    if (avail(r) >= sizeof(ZSTD_MAGIC) && !memcmp(r->data + r->pos, ZSTD_MAGIC, sizeof(ZSTD_MAGIC)))
+        return start_zstd(r);
+    return 0;
+}
+
+/* More compressed input after what is buffered: 1, 0 at its end, or an error. */
+static int read_zin(struct vbts_reader *r)
+{
+    if (r->fd < 0)
+        return 0;
+    if (r->zin_pos > 0) {
+        memmove(r->zbuf, r->zbuf + r->zin_pos, r->zin_len - r->zin_pos);
+        r->zin_len -= r->zin_pos;
+        r->zin_pos = 0;
+    }
+    for (;;) {
+        ssize_t n = read(r->fd, r->zbuf + r->zin_len, ZIN_SIZE - r->zin_len);
+        if (n > 0) {
+            r->zin_len += (size_t)n;
+            return 1;
+        }
+        if (n == 0)
+            return 0;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return VBTS_ERR_AGAIN;
+        if (errno != EINTR)
+            return fail(r, VBTS_ERR_IO, r->off + avail(r));
+    }
+}
+
+/* The frame at the compressed bytes is beyond the buffers: decompress it in pieces. */
+static int start_pieces(struct vbts_reader *r)
+{
+    r->zwant = ZSTD_getFrameContentSize(r->zin + r->zin_pos, r->zin_len - r->zin_pos);
+    if (r->zwant == ZSTD_CONTENTSIZE_ERROR)
+        return fail(r, VBTS_ERR_ZSTD, r->off + avail(r));
+    r->zgot = 0;
+    r->zpieces = 1;
+    ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_only);
+    return 0;
+}
+
+/* Some of a frame beyond the buffers: 1 (maybe nothing new), 0 at the end, or an error. */
+static int some_pieces(struct vbts_reader *r)
+{
+    if (r->zin_pos == r->zin_len) {
+        int rc = read_zin(r);
+        if (rc <= 0)
+            return rc;
+    }
+    ZSTD_inBuffer in = { r->zin, r->zin_len, r->zin_pos };
+    ZSTD_outBuffer out = { r->buf, ZBUF_SIZE, r->len };
+    size_t z = ZSTD_decompressStream(r->zd, &out, &in);
+    if (ZSTD_isError(z))
+        return fail(r, VBTS_ERR_ZSTD, r->off + avail(r));
+    r->zgot += out.pos - r->len;
+    r->zin_pos = in.pos;
+    r->len = out.pos;
+    if (r->zwant != ZSTD_CONTENTSIZE_UNKNOWN && (r->zgot > r->zwant || (z == 0 && r->zgot != r->zwant)))
+        return fail(r, VBTS_ERR_ZSTD, r->off + avail(r));
+    if (z == 0)
+        r->zpieces = 0;
+    return 1;
+}
+
+/* Decompressed bytes until need are readable: 1, 0 at the end, or an error. */
+static int fill_zstd(struct vbts_reader *r, size_t need)
+{
+    while (avail(r) < need) {
+        /* Fewer than need (<= 48) bytes to move. */
+        if (r->pos > 0) {
+            memmove(r->buf, r->buf + r->pos, avail(r));
+            r->len -= r->pos;
+            r->pos = 0;
+        }
+        int rc;
+        if (r->zpieces) {
+            if ((rc = some_pieces(r)) <= 0)
+                return rc;
+            continue;
+        }
+        const unsigned char *src = r->zin + r->zin_pos;
+        size_t have = r->zin_len - r->zin_pos;
+        size_t fs = have ? ZSTD_findFrameCompressedSize(src, have) : 0;
+        if (!have || ZSTD_isError(fs)) {
+            if (have && ZSTD_getErrorCode(fs) != ZSTD_error_srcSize_wrong)
+                return fail(r, VBTS_ERR_ZSTD, r->off + avail(r));
+            if (have >= ZIN_SIZE) {
+                if ((rc = start_pieces(r)) < 0)
+                    return rc;
+                continue;
+            }
+            /* At the end, a frame cut short is dropped. */
+            if ((rc = read_zin(r)) <= 0)
+                return rc;
+            continue;
+        }
+        unsigned long long cs = ZSTD_getFrameContentSize(src, fs);
+        size_t room = ZBUF_SIZE - r->len;
+        if (cs == ZSTD_CONTENTSIZE_ERROR)
+            return fail(r, VBTS_ERR_ZSTD, r->off + avail(r));
+        if (fs > ZIN_SIZE || (cs != ZSTD_CONTENTSIZE_UNKNOWN && cs > room)) {
+            if ((rc = start_pieces(r)) < 0)
+                return rc;
+            continue;
+        }
+        size_t n = ZSTD_decompressDCtx(r->zd, r->buf + r->len, room, src, fs);
+        if (ZSTD_isError(n)) {
+            if (cs == ZSTD_CONTENTSIZE_UNKNOWN && ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
+                if ((rc = start_pieces(r)) < 0)
+                    return rc;
+                continue;
+            }
+            return fail(r, VBTS_ERR_ZSTD, r->off + avail(r));
+        }
+        r->len += n;
+        r->zin_pos += fs;
+    }
+    return 1;
+}
+
+/*
+ * Make need bytes (<= 48) available: 1 when they are, 0 at end of stream
+ * before that, VBTS_ERR_AGAIN or VBTS_ERR_IO.  A pipe or socket may return
+ * any short count, so we loop; the bytes that did arrive stay buffered
+ * across VBTS_ERR_AGAIN.
+ */
+static int fill(struct vbts_reader *r, size_t need)
+{
+    if (!r->sniffed) {
+        int rc = sniff(r);
+        if (rc < 0)
+            return rc;
+    }
+    return r->zd ? fill_zstd(r, need) : fill_raw(r, need);
 }
 
 static void consume(struct vbts_reader *r, size_t n)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vbts control protocol, version 1.0: what a client and the monitor say on
+ * vbts control protocol, version 1.1: what a client and the monitor say on
  * a trace socket (--trace unix:PATH or tcp:HOST:PORT).  docs/protocol.md is
  * the normative description; this header is its C mirror.  All integers are
  * little-endian; every message is a 12-byte header and `length` payload
@@ -21,7 +21,7 @@
 
 #define VBTS_PROTO_MAGIC       0x4c544356u /* the bytes "VCTL" */
 #define VBTS_PROTO_MAJOR       1
-#define VBTS_PROTO_MINOR       0
+#define VBTS_PROTO_MINOR       1
 #define VBTS_PROTO_HDR_SIZE    12
 #define VBTS_PROTO_MAX_REQUEST 1024   /* payload bytes a request may carry */
 #define VBTS_PROTO_MAX_TEXT    200    /* error text bytes in a reply */
@@ -81,8 +81,11 @@ enum vbts_overflow {
 #define VBTS_CFG_TRACE_ON        (1u << 0)  /* record branches */
 #define VBTS_CFG_CTX_MARKERS     (1u << 1)  /* record ctx-arrive/ctx-depart */
 
+/* HELLO options (1.1; a 1.0 monitor replies VBTS_PROTO_E_FIELD to any). */
+#define VBTS_HELLO_ZSTD          (1u << 0)  /* STREAM data as zstd frames (docs/format.md) */
+
 /* Payload sizes (requests, then replies including the 4-byte status). */
-#define VBTS_HELLO_REQ_SIZE   8   /* u16 major, u16 minor, u32 reserved */
+#define VBTS_HELLO_REQ_SIZE   8   /* u16 major, u16 minor, u32 options */
 #define VBTS_STATUS_REQ_SIZE  0
 #define VBTS_CONFIG_REQ_SIZE  24  /* u32 mask, u32 flags, u32 overflow, u32 reserved, u64 size */
 #define VBTS_CPU_REQ_SIZE     8   /* SIZE, CLEAR, DRAIN: u16 cpu, u16 reserved, u32 reserved */

@@ -48,7 +48,7 @@ for _ in $(seq 120); do
     sleep 0.5
 done
 kill -INT $pid 2>/dev/null
-wait $pid
+wait_bounded $pid 30
 rc=$?
 if [ $rc = 130 ] && grep -q "Linux version" "$TMP/start.out" &&
    grep -q "Command line: .*console=ttyS0 earlyprintk=ttyS0 panic=-1" "$TMP/start.out"; then

@@ -44,10 +44,19 @@ done
 
 linux_run start_kernel 1 --initrd "$LINUX_INITRD" --append "$APPEND" --symbols "$LINUX_MAP" \
     --trace-start start_kernel --max-branches 50000 --verify-flow --stop-after-trace \
-    --trace "$TMP/start_kernel.vbts"
+    --trace "$TMP/start_kernel.vbts" --trace "$TMP/start_kernel.vbts.zst"
 linux_wait start_kernel
 check_linux_window start_kernel 1 start_kernel "$rc"
 diag "start_kernel window: ${secs}s"
+# The same window as .zst: zstd(1) gives the plain file back, a kernel's
+# branches pack at least 8 to 1.
+plain=$(stat -c %s "$TMP/start_kernel.vbts") packed=$(stat -c %s "$TMP/start_kernel.vbts.zst" 2>/dev/null || echo 0)
+if command -v zstd >/dev/null && zstd -qdc "$TMP/start_kernel.vbts.zst" 2>/dev/null | cmp -s - "$TMP/start_kernel.vbts" &&
+   [ $((packed * 8)) -le "$plain" ]; then
+    ok "start_kernel window as .zst: zstd -d gives the plain file; $((plain / packed))x smaller ($plain bytes, $packed)"
+else
+    not_ok "start_kernel window as .zst: zstd -d == plain, at least 8x smaller ($plain bytes, $packed)"
+fi
 
 # The window's views with the kernel's symbols: start_kernel is the
 # outermost frame of every stack (it does not return, and interrupts are

@@ -152,7 +152,7 @@ fi
 pid=$!
 sleep 0.5
 kill -INT $pid
-wait $pid
+wait_bounded $pid 30
 rc=$?
 last=$("$DEC" --format json "$T/spin.vbts" 2>&1 | tail -n 1)
 case "$rc|$(head -n 1 "$T/err")|$last" in

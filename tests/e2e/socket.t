@@ -277,6 +277,9 @@ out.append("no hello: %#x %d %s closed=%s" % (t, st, txt.decode(), closed(s)))
 # wrong version
 s = conn(); s.sendall(msg(1, struct.pack("<HHI", 2, 0, 0))); t, st, txt = reply(s)
 out.append("version: %#x %d %s closed=%s" % (t, st, txt.decode(), closed(s)))
+# an option this monitor does not know (1.1 knows bit 0, ZSTD)
+s = conn(); s.sendall(msg(1, struct.pack("<HHI", 1, 1, 2))); t, st, txt = reply(s)
+out.append("option: %#x %d %s closed=%s" % (t, st, txt.decode(), closed(s)))
 # errors that keep the connection usable, one after the other, then STATUS
 s = conn(); s.sendall(hello); reply(s)
 for name, m in [("type", msg(77)), ("length", msg(4, b"\0" * 3)), ("field", msg(4, struct.pack("<HHI", 0, 1, 0))),
@@ -296,7 +299,8 @@ cat >"$TMP/proto.want" <<'EOF'
 garbage: 0x8000 1 bad message magic (not a vbts control client) closed=True
 huge: 0x8002 2 request payload too long closed=True
 no hello: 0x8002 6 HELLO must come first, and only once closed=True
-version: 0x8001 5 unsupported protocol version 2.0 (this monitor speaks 1.0) closed=True
+version: 0x8001 5 unsupported protocol version 2.0 (this monitor speaks 1.1) closed=True
+option: 0x8001 7 invalid field value closed=True
 type: 0x8000 3 unknown request type
 length: 0x8004 4 wrong payload length for the request
 field: 0x8004 7 invalid field value

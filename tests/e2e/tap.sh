@@ -55,6 +55,15 @@ diag() {
 diag_file() { [ -s "$1" ] && tail -n "${2:-15}" "$1" | diag; return 0; }
 
 have_qemu() { command -v "$QEMU" >/dev/null 2>&1; }
+# wait_bounded PID SECONDS: wait for a background PID, killed (-9) if it
+# outlives SECONDS, so that a monitor that does not end cannot hang the
+# suite; its status (137 when killed).
+wait_bounded() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$1" 2>/dev/null && kill -9 "$1" 2>/dev/null
+    wait "$1"
+}
 have_vbts() { [ -x "$VBTS" ]; }
 have_decode() { [ -x "$VBTS_DECODE" ]; }
 
@@ -108,9 +117,10 @@ decode_records() {
 # (scripts/linux-guest.sh), its symbols from the -dbg package
 # (scripts/linux-symbols.sh); both are fetched when missing.
 #   VBTS_LINUX=0         skip everything that needs the kernel
-#   VBTS_LINUX_TIMEOUT   seconds one Linux run may take (default 600)
+#   VBTS_LINUX_TIMEOUT   seconds one Linux run may take (default 600; 240
+#                        in the lab, where a run takes seconds)
 LINUX_GUEST=${LINUX_GUEST:-$ROOT/build/linux}
-LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-600}
+case $VBTS_HOST in lab/*) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-240} ;; *) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-600} ;; esac
 # The kernel command line of test boots: the console, and no boot work that
 # costs minutes where CPL0 is emulated and that the tests do not need
 # (docs/host-compat.md measures each): crypto and BLAKE2s self-tests, BTF

@@ -7,14 +7,14 @@
  * selectors __BOOT_CS/__BOOT_DS.  Field offsets are those of
  * struct boot_params (arch/x86/include/uapi/asm/bootparam.h).
  *
- * Shortcut: when the payload is LZ4 (Debian's kernels), vbts unpacks it on
- * the host and enters the kernel proper (vmlinux's startup_64) in the same
+ * Shortcut: vbts unpacks the payload on the host, whatever its compression
+ * (boot/unpack.c), and enters the kernel proper (vmlinux's startup_64) in the same
  * state the decompressor would leave: 64-bit mode, identity map, RSI = zero
  * page, kernel at its link-time physical address, so no relocation is
  * needed (and no KASLR: that is the decompressor's choice).  Why: where
  * CPL0 code is emulated (kvm_pvm, about 4 M instructions/s) the
- * decompressor alone takes about two minutes.  Other payloads boot through
- * the decompressor as the protocol describes.
+ * decompressor alone takes about two minutes.  A payload that does not
+ * unpack boots through the decompressor as the protocol describes.
  */
 #include <elf.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 
 #include "boot/linux.h"
 
-#include "boot/lz4_legacy.h"
+#include "boot/unpack.h"
 #include "core/error.h"
 #include "vbts/le.h"
 
@@ -158,8 +158,10 @@ static int load_vmlinux(struct gmem *mem, const uint8_t *elf, size_t len, uint64
 }
 
 /*
- * 1: the payload was unpacked and loaded (entry, end set); 0: not LZ4 or
- * not a vmlinux, use the decompressor; -1: an error worth stopping for.
+ * 1: the payload was unpacked and loaded (entry, end set); 0: use the
+ * kernel's decompressor (a format we do not know, a payload that does not
+ * unpack or is no vmlinux: lb->payload says which); -1: an error worth
+ * stopping for.
  */
 static int unpack_on_host(struct gmem *mem, const uint8_t *image, size_t size, size_t kernel_off,
                           uint64_t *entry, uint64_t *end, struct linux_boot *lb)
@@ -169,9 +171,15 @@ static int unpack_on_host(struct gmem *mem, const uint8_t *image, size_t size, s
     if (plen < 8 || poff > size - kernel_off || plen > size - kernel_off - poff)
         return 0;
     const uint8_t *payload = image + kernel_off + poff;
-    if (vbts_le32(payload + 0) != LZ4_LEGACY_MAGIC)
+    lb->payload = unpack_detect(payload, plen);
+    if (lb->payload == UNPACK_UNKNOWN)
         return 0;
-    /* The build appends the uncompressed size; init_size bounds it. */
+    if (lb->payload == UNPACK_NONE) {
+        int r = load_vmlinux(mem, payload, plen, entry, end, lb);
+        return r == 0 ? 1 : r == -2 ? -1 : 0;
+    }
+    /* The build appends the uncompressed size (gzip's own trailer holds
+     * it too); init_size bounds it. */
     uint32_t out_size = vbts_le32(payload + plen - 4);
     if (!out_size || out_size > init_size)
         return 0;
@@ -184,7 +192,7 @@ static int unpack_on_host(struct gmem *mem, const uint8_t *image, size_t size, s
     uint8_t *out = malloc(out_size);
     if (!out)
         return error_fail("cannot allocate %u bytes to unpack the kernel", out_size);
-    long got = lz4_legacy_decompress(payload, plen - 4, out, out_size);
+    long got = unpack_payload(lb->payload, payload, plen, out, out_size);
     int r = got > 0 ? load_vmlinux(mem, out, (size_t)got, entry, end, lb) : -1;
     free(out);
     return r == 0 ? 1 : r == -2 ? -1 : 0;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "boot/unpack.h"
 #include "core/gmem.h"
 
 /* Guest-physical layout of what the loader writes below 1 MiB. */
@@ -35,7 +36,8 @@ struct linux_code {
 
 struct linux_boot {
     uint64_t entry;         /* RIP: the 64-bit entry, kernel + 0x200, or vmlinux's startup_64 */
-    bool unpacked;          /* the payload was unpacked on the host (LZ4) */
+    bool unpacked;          /* the payload was unpacked on the host */
+    enum unpack_format payload; /* its format, by its magic */
     uint64_t zero_page;     /* RSI */
     uint64_t cr3;
     uint64_t gdt_base;

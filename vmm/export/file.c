@@ -70,7 +70,7 @@ int file_create(const char *path, const struct vbts_file_header *h, bool replace
     if (fd < 0)
         return error_fail_errno("cannot create trace file %s", path);
     struct iovec iov = { (void *)h, sizeof(*h) };
-    if (write_all(fd, &iov, 1) < 0) {
+    if (h && write_all(fd, &iov, 1) < 0) {
         error_fail_errno("writing trace %s", path);
         close(fd);
         return -1;

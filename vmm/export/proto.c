@@ -86,7 +86,8 @@ static int parse_payload(uint16_t type, const uint8_t *p, uint32_t plen, struct 
             return st;
         req->major = vbts_le16(p);
         req->minor = vbts_le16(p + 2);
-        return vbts_le32(p + 4) ? VBTS_PROTO_E_FIELD : VBTS_PROTO_OK;
+        req->options = vbts_le32(p + 4);
+        return req->options & ~VBTS_HELLO_ZSTD ? VBTS_PROTO_E_FIELD : VBTS_PROTO_OK;
     case VBTS_MSG_STATUS:
         return check_len(plen, VBTS_STATUS_REQ_SIZE);
     case VBTS_MSG_CONFIG:

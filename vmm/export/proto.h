@@ -17,6 +17,7 @@ struct proto_req {
     uint32_t mask, flags, overflow;
     uint64_t value;                 /* CONFIG buffer size, GET index */
     uint16_t major, minor;          /* HELLO */
+    uint32_t options;               /* HELLO: VBTS_HELLO_* */
     uint32_t on;                    /* NOTIFY */
 };
 

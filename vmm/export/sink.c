@@ -12,12 +12,15 @@
 #include "core/error.h"
 #include "export/file.h"
 #include "export/ring.h"
+#include "export/zfile.h"
+#include "export/zframe.h"
 #include "export/server/server.h"
 #include "vbts/dest.h"
 #include "vbts/protocol.h"
 
 struct out_file {
-    int fd;
+    int fd;                     /* a plain file, or -1 */
+    struct zfile *z;            /* a compressed one (a name ending in .zst) */
     const char *path;
 };
 
@@ -55,9 +58,11 @@ static uint64_t default_limit(void)
 
 static void free_sink(struct sink *s)
 {
-    for (int i = 0; i < s->nfiles; i++)
+    for (int i = 0; i < s->nfiles; i++) {
         if (s->files[i].fd >= 0)
             close(s->files[i].fd);
+        zfile_close(s->files[i].z);
+    }
     for (int i = 0; s->stage && i < s->ncpus; i++)
         free(s->stage[i].buf);
     free(s->stage);
@@ -116,10 +121,17 @@ static int open_files(struct sink *s, const struct sink_config *c, const char **
             continue;
         }
         struct out_file *f = &s->files[s->nfiles];
+        bool z = zframe_wanted(d);
         f->path = d;
-        f->fd = file_create(d, &h, c->force);
+        f->fd = file_create(d, z ? NULL : &h, c->force);
         if (f->fd < 0)
             return -1;
+        if (z && !(f->z = zfile_open(f->fd, d, &h))) {
+            f->fd = -1;
+            return -1;
+        }
+        if (z)
+            f->fd = -1;
         s->nfiles++;
     }
     return 0;
@@ -184,9 +196,14 @@ int sink_close(struct sink *s)
     if (s->failed)
         ret = error_fail("%s", s->err);
     for (int i = 0; i < s->nfiles; i++) {
-        if (close(s->files[i].fd) < 0 && ret == 0)
-            ret = error_fail_errno("closing trace %s", s->files[i].path);
-        s->files[i].fd = -1;
+        struct out_file *f = &s->files[i];
+        /* A compressed file's queue is written out first. */
+        if (f->z && zfile_close(f->z) < 0 && ret == 0)
+            ret = -1;
+        f->z = NULL;
+        if (f->fd >= 0 && close(f->fd) < 0 && ret == 0)
+            ret = error_fail_errno("closing trace %s", f->path);
+        f->fd = -1;
     }
     free_sink(s);
     return ret;
@@ -201,9 +218,12 @@ static void write_files(struct sink *s, int cpu, uint64_t seq, const struct vbts
     char msg[VBTS_MAX_MSG];
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->nfiles && !s->failed; i++) {
-        if (file_write_chunk(s->files[i].fd, cpu, seq, r, n) < 0) {
-            snprintf(s->err, sizeof(s->err), "writing trace %s: %s", s->files[i].path,
-                     strerror(errno));
+        struct out_file *f = &s->files[i];
+        if (f->z ? zfile_put(f->z, cpu, seq, r, n) < 0 : file_write_chunk(f->fd, cpu, seq, r, n) < 0) {
+            if (f->z)
+                snprintf(s->err, sizeof(s->err), "%s", zfile_error(f->z));
+            else
+                snprintf(s->err, sizeof(s->err), "writing trace %s: %s", f->path, strerror(errno));
             s->failed = failed_now = true;
             memcpy(msg, s->err, sizeof(msg));
         }

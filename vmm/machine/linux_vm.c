@@ -112,6 +112,12 @@ static int load(struct vm *vm, const struct linux_guest *g)
         snprintf(why, sizeof(why), "%s", error_last());
         return error_fail("%s: %s", g->path, why);
     }
+    /* Not unpacked: the kernel's own decompressor runs first, in the
+     * guest, and on kvm_pvm that is minutes of emulated code. */
+    if (!lb.unpacked && lb.payload != UNPACK_UNKNOWN)
+        fprintf(stderr, "vbts: %s: the kernel's %s payload does not unpack on the host (corrupt, "
+                "or no vmlinux inside); the kernel's own decompressor runs first\n", g->path,
+                unpack_format_name(lb.payload));
     for (int i = 0; i < lb.ncode; i++)
         if (vm_image_add(vm, lb.code[i].lin, lb.code[i].gpa, lb.code[i].len) < 0)
             return -1;

@@ -172,8 +172,10 @@ static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
  * halted at a NOP in pvclock_clocksource_read, IF=0).  Once stepping
  * stops, KVM blocks it as halted with interrupts off, for good: the other
  * vCPU's IPIs time out (soft lockup in smp_call_function).  A vCPU that is
- * really halted sits right after a HLT (F4); any other halted vCPU is made
- * runnable again.
+ * really halted sits right after a HLT (F4) with interrupts on, so that an
+ * interrupt wakes it; any other halted vCPU is made runnable again (after
+ * a HLT with IF=0 that is a spurious wake-up, which code after a HLT takes,
+ * since an NMI wakes it too).
  */
 static void after_stepping(struct vcpu *cpu, void *ctx)
 {
@@ -187,7 +189,8 @@ static void after_stepping(struct vcpu *cpu, void *ctx)
     if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
         return;
     struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
-    if (cpu_fetch(&v, cpu_linear_ip(&regs, &sr) - 1, before) == 0 || before[0] == 0xf4)
+    if ((regs.rflags & RFLAGS_IF) &&
+        (cpu_fetch(&v, cpu_linear_ip(&regs, &sr) - 1, before) == 0 || before[0] == 0xf4))
         return;
     mp.mp_state = KVM_MP_STATE_RUNNABLE;
     if (ioctl(cpu->fd, KVM_SET_MP_STATE, &mp) == 0)

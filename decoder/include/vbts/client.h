@@ -29,6 +29,13 @@ struct vbts_client;
 
 /* Connect and say HELLO; NULL with a message in err. */
 struct vbts_client *vbts_client_open(const char *addr, char *err, size_t errlen);
+/*
+ * The same with HELLO options (VBTS_HELLO_ZSTD: STREAM data comes as zstd
+ * frames, which vbts_reader_new() reads as it reads a .zst file).  A
+ * monitor that does not know an option refuses the connection.
+ */
+struct vbts_client *vbts_client_open_opts(const char *addr, uint32_t options, char *err,
+                                          size_t errlen);
 void vbts_client_close(struct vbts_client *c);
 int vbts_client_fd(const struct vbts_client *c);
 uint32_t vbts_client_ncpus(const struct vbts_client *c);

@@ -6,6 +6,11 @@
  * Every call that can fail returns a negative enum vbts_error; the reader
  * keeps the byte offset at which the offending item starts
  * (vbts_reader_offset) so that tools can point at it.
+ *
+ * A compressed trace (zstd frames, as vbts writes a FILE.zst or a
+ * compressed socket stream) is told by its magic and read the same way;
+ * offsets then count the stream's decompressed bytes.  Only whole frames
+ * count: a stream cut off inside a frame ends where that frame began.
  */
 #ifndef VBTS_DECODE_H
 #define VBTS_DECODE_H
@@ -37,6 +42,7 @@ enum vbts_error {
     VBTS_ERR_TRUNC_RECORD = -14, /* stream ends before count records */
     VBTS_ERR_SEQ_GAP = -15,      /* chunk seq > previous seq + count */
     VBTS_ERR_SEQ_BACK = -16,     /* chunk seq < previous seq + count */
+    VBTS_ERR_ZSTD = -17,         /* a compressed stream's frame is corrupt */
 };
 
 /* One record of the stream, with what its position and bits mean. */

@@ -113,6 +113,29 @@ Test(protocol, every_request_checked)
     cr_assert_eq(st, VBTS_PROTO_E_FLAGS);
 }
 
+Test(protocol, hello_options)
+{
+    uint8_t b[64], h[8] = { 1, 0, 1, 0 };
+    struct proto_req q;
+    int st;
+    size_t n = msg(b, VBTS_MSG_HELLO, h, 8);
+    parse(b, n, &q, &st);
+    cr_assert_eq(st, VBTS_PROTO_OK);
+    cr_assert_eq(q.minor, 1);
+    cr_assert_eq(q.options, 0);
+    vbts_put32(h + 4, VBTS_HELLO_ZSTD);
+    msg(b, VBTS_MSG_HELLO, h, 8);
+    parse(b, n, &q, &st);
+    cr_assert_eq(st, VBTS_PROTO_OK);
+    cr_assert_eq(q.options, VBTS_HELLO_ZSTD);
+    for (int bit = 1; bit < 32; bit++) {
+        vbts_put32(h + 4, VBTS_HELLO_ZSTD | 1u << bit);
+        msg(b, VBTS_MSG_HELLO, h, 8);
+        parse(b, n, &q, &st);
+        cr_assert_eq(st, VBTS_PROTO_E_FIELD, "unknown option bit %d", bit);
+    }
+}
+
 Test(protocol, error_reply_bytes)
 {
     uint8_t b[12 + 4 + VBTS_PROTO_MAX_TEXT];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "core/error.h"
 #include "export/sink.h"
@@ -57,6 +58,53 @@ Test(sink, records_reach_the_file_in_order)
     vbts_reader_free(r);
     close(fd);
     unlink(path);
+}
+
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0, "%s", path);
+    off_t len = lseek(fd, 0, SEEK_END);
+    unsigned char *b = malloc((size_t)len + 1);
+    cr_assert_eq(pread(fd, b, (size_t)len, 0), len);
+    close(fd);
+    *n = (size_t)len;
+    return b;
+}
+
+Test(sink, zst_file_holds_the_plain_file_compressed)
+{
+    char dir[] = "/tmp/vbts-test-sink.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char plain[64], packed[64];
+    snprintf(plain, sizeof(plain), "%s/t.vbts", dir);
+    snprintf(packed, sizeof(packed), "%s/t.vbts.zst", dir);
+    const char *dests[] = { plain, packed };
+    struct sink_config c = { .dests = dests, .ndests = 2, .buffer_size = 24 * 1024 };
+    struct sink *s = sink_open(&c, 2);
+    cr_assert_not_null(s, "%s", error_last());
+    sink_emit_start(s, 0);
+    sink_emit_start(s, 1);
+    for (uint64_t i = 0; i < 50000; i++)
+        sink_emit(s, (int)(i % 7 == 0), (struct vbts_record){ 0x1000 + i % 64, 0x2000 + i % 64,
+                                                           (uint64_t)VBTS_KIND_JMP << VBTS_KIND_SHIFT });
+    sink_stop(s, 0, VBTS_STOP_GUEST_EXIT);
+    sink_stop(s, 1, VBTS_STOP_GUEST_EXIT);
+    cr_assert_eq(sink_close(s), 0, "%s", error_last());
+    size_t np, nz;
+    unsigned char *p = slurp(plain, &np), *z = slurp(packed, &nz), *back = malloc(np + 1);
+    cr_assert_gt(np, 50000 * 24);
+    cr_assert_lt(nz * 10, np, "%zu bytes, plain %zu", nz, np);
+    size_t got = ZSTD_decompress(back, np + 1, z, nz);
+    cr_assert(!ZSTD_isError(got), "%s", ZSTD_getErrorName(got));
+    cr_assert_eq(got, np);
+    cr_assert_arr_eq(back, p, np, "zstd -d of the .zst is the plain file, byte for byte");
+    free(p);
+    free(z);
+    free(back);
+    unlink(plain);
+    unlink(packed);
+    rmdir(dir);
 }
 
 Test(sink, buffer_sizes_are_checked)

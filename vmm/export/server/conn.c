@@ -9,6 +9,7 @@
 
 #include "export/server/conn.h"
 #include "export/server/feed.h"
+#include "export/zframe.h"
 
 size_t conn_out_room(struct conn *c)
 {
@@ -33,6 +34,47 @@ uint8_t *conn_out_reserve(struct conn *c, size_t n)
 void conn_out_put(struct conn *c, const void *p, size_t n)
 {
     memcpy(conn_out_reserve(c, n), p, n);
+}
+
+bool conn_chunk_fits(struct conn *c, size_t n)
+{
+    return conn_out_room(c) >= (c->z ? zframe_bound(n) : n);
+}
+
+uint8_t *conn_chunk_begin(struct conn *c, size_t n)
+{
+    return c->z ? c->zin : conn_out_reserve(c, n);
+}
+
+void conn_chunk_end(struct conn *c, size_t n)
+{
+    if (!c->z)
+        return;
+    size_t cap = zframe_bound(n);
+    uint8_t *p = conn_out_reserve(c, cap);
+    size_t got = zframe_pack(c->z, p, cap, c->zin, n);
+    /* A frame that could not be made would leave a gap in the records:
+     * the stream ends here instead, and the client sees it cut short. */
+    if (!got)
+        c->broken = true;
+    c->out_len -= cap - got;
+    c->q_total -= cap - got;
+}
+
+int conn_compress(struct conn *c)
+{
+    if (!c->z) {
+        c->z = zframe_new(MAX_CHUNK_BYTES);
+        c->zin = malloc(MAX_CHUNK_BYTES);
+        if (!c->z || !c->zin) {
+            zframe_free(c->z);
+            free(c->zin);
+            c->z = NULL;
+            c->zin = NULL;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 void conn_push_mark(struct conn *c, int cpu, uint64_t seq_end)
@@ -118,7 +160,8 @@ void conn_file_header(struct server *x, struct conn *c)
         .flags = x->file_flags, .ncpus = (uint32_t)x->ncpus,
     };
     memcpy(h.magic, VBTS_MAGIC, VBTS_MAGIC_LEN);
-    conn_out_put(c, &h, sizeof(h));
+    memcpy(conn_chunk_begin(c, sizeof(h)), &h, sizeof(h));
+    conn_chunk_end(c, sizeof(h));
 }
 
 void conn_close_after(struct conn *c)
@@ -166,6 +209,8 @@ void conn_free(struct server *x, struct conn *c)
     free(c->out);
     free(c->cur);
     free(c->seen_full);
+    zframe_free(c->z);
+    free(c->zin);
     free(c);
     if (had)
         feed_recompute_all(x);

@@ -14,6 +14,16 @@ void conn_free(struct server *x, struct conn *c);
 size_t conn_out_room(struct conn *c);
 uint8_t *conn_out_reserve(struct conn *c, size_t n);
 void conn_out_put(struct conn *c, const void *p, size_t n);
+/*
+ * Trace bytes (the file header, a chunk) go through these, so that a
+ * connection that asked for compression gets them as one zstd frame:
+ * whether n bytes fit in the queue, where to build them, and then queued.
+ */
+bool conn_chunk_fits(struct conn *c, size_t n);
+uint8_t *conn_chunk_begin(struct conn *c, size_t n);
+void conn_chunk_end(struct conn *c, size_t n);
+/* Compress this connection's stream from now on: -1 if out of memory. */
+int conn_compress(struct conn *c);
 void conn_push_mark(struct conn *c, int cpu, uint64_t seq_end);
 int conn_flush(struct server *x, struct conn *c);
 void conn_reply(struct conn *c, uint16_t type, const uint8_t *payload, uint32_t len);

@@ -67,13 +67,14 @@ static bool fill_cpu(struct server *x, struct conn *c, int cpu)
     uint64_t floor = c->data == D_STREAM ? r->tail : ring_lo(r);
     if (floor > limit)
         floor = limit;
-    if (k->pos < floor && conn_out_room(c) >= CHUNK_BYTES(1) && c->nmarks < MAX_MARKS) {
-        uint8_t *p = conn_out_reserve(c, CHUNK_BYTES(1));
+    if (k->pos < floor && conn_chunk_fits(c, CHUNK_BYTES(1)) && c->nmarks < MAX_MARKS) {
+        uint8_t *p = conn_chunk_begin(c, CHUNK_BYTES(1));
         struct vbts_chunk_header h = { .magic = VBTS_CHUNK_MAGIC, .cpu = (uint16_t)cpu,
                                        .count = 1, .seq = k->next_seq };
         struct vbts_record m = vbts_marker(VBTS_MARK_LOST, floor - k->pos, 0);
         memcpy(p, &h, sizeof(h));
         memcpy(p + sizeof(h), &m, sizeof(m));
+        conn_chunk_end(c, CHUNK_BYTES(1));
         k->next_seq++;
         k->pos = floor;
         if (c->data == D_STREAM)
@@ -86,13 +87,14 @@ static bool fill_cpu(struct server *x, struct conn *c, int cpu)
         if (e - k->pos > EXPORT_CHUNK_MAX)
             e = k->pos + EXPORT_CHUNK_MAX;
         uint64_t n = e - k->pos;
-        if (conn_out_room(c) < CHUNK_BYTES(n))
+        if (!conn_chunk_fits(c, CHUNK_BYTES(n)))
             break;
-        uint8_t *p = conn_out_reserve(c, CHUNK_BYTES(n));
+        uint8_t *p = conn_chunk_begin(c, CHUNK_BYTES(n));
         struct vbts_chunk_header h = { .magic = VBTS_CHUNK_MAGIC, .cpu = (uint16_t)cpu,
                                        .count = (uint32_t)n, .seq = k->next_seq };
         memcpy(p, &h, sizeof(h));
         ring_copy(r, k->pos, n, p + sizeof(h));
+        conn_chunk_end(c, CHUNK_BYTES(n));
         k->next_seq += n;
         k->pos = e;
         if (c->data == D_STREAM) {

@@ -138,6 +138,7 @@ static void pump_all(struct server *x, bool ending_phase, double now)
                     now - c->partial_since > STALL_S;
         if (!dead && !ending_phase)
             session_pump(x, c, now);
+        dead |= c->broken;
         if (!dead && conn_flush(x, c) < 0)
             dead = true;
         if (!dead && c->close_after_flush && c->out_off == c->out_len && c->st != C_CLOSING)

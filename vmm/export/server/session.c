@@ -162,29 +162,36 @@ static void do_get(struct server *x, struct conn *c, const struct proto_req *q)
     conn_reply(c, VBTS_MSG_GET, p, sizeof(p));
 }
 
+/* The first request: HELLO, or the connection ends. */
+static void do_hello(struct server *x, struct conn *c, const struct proto_req *q)
+{
+    if (q->type != VBTS_MSG_HELLO) {
+        conn_reply_error(c, q->type, VBTS_PROTO_E_HELLO, NULL);
+        conn_close_after(c);
+        return;
+    }
+    if (q->major != VBTS_PROTO_MAJOR) {
+        char t[VBTS_PROTO_MAX_TEXT];
+        snprintf(t, sizeof(t), "unsupported protocol version %u.%u (this monitor speaks %d.%d)",
+                 q->major, q->minor, VBTS_PROTO_MAJOR, VBTS_PROTO_MINOR);
+        conn_reply_error(c, q->type, VBTS_PROTO_E_VERSION, t);
+        conn_close_after(c);
+        return;
+    }
+    c->hello = true;
+    c->zstd = q->options & VBTS_HELLO_ZSTD;
+    uint8_t p[VBTS_HELLO_REPLY_SIZE] = { 0 };
+    vbts_put16(p + 4, VBTS_PROTO_MAJOR);
+    vbts_put16(p + 6, VBTS_PROTO_MINOR);
+    vbts_put32(p + 8, (uint32_t)x->ncpus);
+    vbts_put32(p + 12, x->file_flags);
+    conn_reply(c, VBTS_MSG_HELLO, p, sizeof(p));
+}
+
 static void handle_request(struct server *x, struct conn *c, const struct proto_req *q)
 {
     if (!c->hello) {
-        if (q->type != VBTS_MSG_HELLO) {
-            conn_reply_error(c, q->type, VBTS_PROTO_E_HELLO, NULL);
-            conn_close_after(c);
-            return;
-        }
-        if (q->major != VBTS_PROTO_MAJOR) {
-            char t[VBTS_PROTO_MAX_TEXT];
-            snprintf(t, sizeof(t), "unsupported protocol version %u.%u (this monitor speaks %d.%d)",
-                     q->major, q->minor, VBTS_PROTO_MAJOR, VBTS_PROTO_MINOR);
-            conn_reply_error(c, q->type, VBTS_PROTO_E_VERSION, t);
-            conn_close_after(c);
-            return;
-        }
-        c->hello = true;
-        uint8_t p[VBTS_HELLO_REPLY_SIZE] = { 0 };
-        vbts_put16(p + 4, VBTS_PROTO_MAJOR);
-        vbts_put16(p + 6, VBTS_PROTO_MINOR);
-        vbts_put32(p + 8, (uint32_t)x->ncpus);
-        vbts_put32(p + 12, x->file_flags);
-        conn_reply(c, VBTS_MSG_HELLO, p, sizeof(p));
+        do_hello(x, c, q);
         return;
     }
     bool all_ok = q->type == VBTS_MSG_CLEAR || q->type == VBTS_MSG_DRAIN;
@@ -226,6 +233,10 @@ static void handle_request(struct server *x, struct conn *c, const struct proto_
         feed_start(x, c, D_DRAIN, q->cpu == VBTS_PROTO_ALL_CPUS ? -1 : q->cpu);
         break;
     case VBTS_MSG_STREAM:
+        if (c->zstd && conn_compress(c) < 0) {
+            conn_reply_error(c, q->type, VBTS_PROTO_E_NOMEM, "out of memory for a compressor");
+            break;
+        }
         conn_reply(c, VBTS_MSG_STREAM, (const uint8_t[4]){ 0 }, 4);
         feed_start_stream(x, c);
         break;

@@ -61,6 +61,10 @@ struct conn {
     double partial_since;       /* a partial request is waiting since */
     bool hello, notify, peer_eof, close_after_flush;
     bool watch;                 /* a tcp: client without ,control: reads only */
+    bool zstd;                  /* HELLO asked for compressed STREAM data */
+    bool broken;                /* a chunk could not be queued: close, the stream cut short */
+    struct zframe *z;           /* STREAM data compressed: one frame per chunk, */
+    uint8_t *zin;               /* built here first (MAX_CHUNK_BYTES) */
     uint8_t in[VBTS_PROTO_HDR_SIZE + VBTS_PROTO_MAX_REQUEST];
     size_t in_len;
     uint8_t *out;

@@ -65,7 +65,8 @@ Test(names, strerror_messages)
         {VBTS_ERR_TRUNC_RECORD, "truncated record"},
         {VBTS_ERR_SEQ_GAP, "sequence gap"},
         {VBTS_ERR_SEQ_BACK, "sequence regression"},
-        {-17, "unknown error"},
+        {VBTS_ERR_ZSTD, "corrupt compressed frame"},
+        {-18, "unknown error"},
         {1, "unknown error"},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)

@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <vbts/decode.h>
+#include <zstd.h>
+
+#include "vbts/le.h"
 
 /* ---- a stream builder that also records the events it expects ---- */
 
@@ -758,5 +761,123 @@ Test(trace_reader, bit_flips_terminate)
         vbts_reader_free(r);
         s.b[bit / 8] ^= (unsigned char)(1u << bit % 8);
     }
+    s_free(&s);
+}
+
+/* ---- compressed streams ---- */
+
+/*
+ * s's bytes as zstd frames, cut at the given decompressed offsets (the
+ * last frame runs to the end); the events expected stay s's own, at
+ * their decompressed offsets.
+ */
+static struct stream zstd_of(const struct stream *s, const size_t *cuts, size_t ncuts)
+{
+    struct stream z = *s;
+    z.b = NULL;
+    z.n = z.cap = 0;
+    z.exp = malloc(s->nexp * sizeof(*s->exp));
+    cr_assert_not_null(z.exp);
+    memcpy(z.exp, s->exp, s->nexp * sizeof(*s->exp));
+    size_t from = 0;
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t to = i < ncuts ? cuts[i] : s->n;
+        size_t cap = ZSTD_compressBound(to - from);
+        unsigned char *f = malloc(cap);
+        size_t n = ZSTD_compress(f, cap, s->b + from, to - from, 3);
+        cr_assert(!ZSTD_isError(n));
+        put(&z, f, n);
+        free(f);
+        from = to;
+    }
+    return z;
+}
+
+/* Decompressed offsets of rich()'s chunk headers: where vbts cuts its frames. */
+static size_t rich_cuts(const struct stream *s, size_t *cuts)
+{
+    size_t n = 0;
+    for (size_t off = 32; off + 4 <= s->n; off += 24)
+        if (vbts_le32(s->b + off) == VBTS_CHUNK_MAGIC)
+            cuts[n++] = off;
+    return n;
+}
+
+Test(trace_reader, zstd_read_as_plain)
+{
+    struct stream s = {0};
+    rich(&s);
+    size_t cuts[16], nc = rich_cuts(&s, cuts);
+    cr_assert_eq(nc, 6);
+    struct stream z = zstd_of(&s, cuts, nc);
+    cr_assert_eq(z.b[0], 0x28);
+    expect(&z, 0, s.n, "success");
+    s_free(&z);
+    /* One frame, or frames cut anywhere: the same events. */
+    z = zstd_of(&s, NULL, 0);
+    expect(&z, 0, s.n, "success");
+    s_free(&z);
+    size_t odd[] = { 1, 5, 33, 100, 101, 300 };
+    z = zstd_of(&s, odd, 6);
+    expect(&z, 0, s.n, "success");
+    s_free(&z);
+    s_free(&s);
+}
+
+Test(trace_reader, zstd_through_pipes_in_pieces)
+{
+    struct stream s = {0};
+    rich(&s);
+    size_t cuts[16], nc = rich_cuts(&s, cuts);
+    struct stream z = zstd_of(&s, cuts, nc);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    through(&z, p, 1, 0, 0, s.n);
+    for (size_t step = 3; step < 60; step += 11) {
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, p), 0);
+        through(&z, p, step, 0, 0, s.n);
+    }
+    s_free(&z);
+    s_free(&s);
+}
+
+/* rich() as vbts frames it, expecting only what comes before its last frame (at *last). */
+static struct stream zstd_but_last(const struct stream *s, size_t *last)
+{
+    size_t cuts[16], nc = rich_cuts(s, cuts);
+    struct stream z = zstd_of(s, cuts, nc);
+    *last = cuts[nc - 1];
+    while (z.nexp && z.exp[z.nexp - 1].offset >= *last)
+        z.nexp--;
+    return z;
+}
+
+/* Cut inside its last frame, a compressed stream ends where that frame began. */
+Test(trace_reader, zstd_cut_off_ends_at_the_last_whole_frame)
+{
+    struct stream s = {0};
+    rich(&s);
+    size_t last;
+    struct stream z = zstd_but_last(&s, &last);
+    cr_assert_eq(z.nexp, 11, "the last chunk's one record is lost");
+    for (size_t cut = 1; cut < 12; cut++) {
+        struct stream c = z;
+        c.n = z.n - cut;
+        expect(&c, 0, last, "success");
+    }
+    s_free(&z);
+    s_free(&s);
+}
+
+Test(trace_reader, zstd_corrupt_frame)
+{
+    struct stream s = {0};
+    rich(&s);
+    size_t last;
+    struct stream z = zstd_but_last(&s, &last);
+    /* The last byte is the last frame's checksum: every frame before it reads. */
+    z.b[z.n - 1] ^= 0x40;
+    expect(&z, VBTS_ERR_ZSTD, last, "corrupt compressed frame");
+    s_free(&z);
     s_free(&s);
 }

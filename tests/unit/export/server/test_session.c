@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "export/ring.h"
 #include "export/server/server.h"
@@ -106,4 +107,53 @@ Test(server, garbage_closes_after_one_error)
     server_detached_feed(x, (const uint8_t *)"VCTL", 4, collect, &o);
     cr_assert_eq(o.n, 12 + 4 + strlen("bad message magic (not a vbts control client)"));
     server_free_detached(x);
+}
+
+/* HELLO then STREAM, the HELLO's options given: what the client gets after the STREAM reply. */
+static size_t stream_after(uint32_t options, struct outbuf *o, int *hello_status)
+{
+    struct server *x = server_new_detached(1, 10, VBTS_OVERFLOW_WRAP);
+    struct vbts_record b[5];
+    for (int i = 0; i < 5; i++)
+        b[i] = rec((uint64_t)i);
+    server_publish(x, 0, b, 5);
+    uint8_t in[64], hello[8] = { 1, 0, 1, 0 };
+    vbts_put32(hello + 4, options);
+    size_t n = msg(in, VBTS_MSG_HELLO, hello, 8);
+    n += msg(in + n, VBTS_MSG_STREAM, "\0\0\0\0\0\0\0\0", 8);
+    o->n = 0;
+    server_detached_feed(x, in, n, collect, o);
+    server_free_detached(x);
+    *hello_status = (int)vbts_le32(o->b + 12);
+    if (*hello_status)
+        return 0;
+    cr_assert_eq(vbts_le16(o->b + 28 + 4), VBTS_MSG_STREAM | VBTS_MSG_REPLY);
+    return 28 + 16;
+}
+
+Test(server, hello_zstd_compresses_the_stream)
+{
+    static struct outbuf plain, packed;
+    static uint8_t back[1 << 16];
+    int st;
+    size_t p0 = stream_after(0, &plain, &st);
+    cr_assert_eq(st, 0);
+    cr_assert_eq(vbts_le16(plain.b + 16), VBTS_PROTO_MINOR, "the reply says 1.1");
+    cr_assert_arr_eq(plain.b + p0, VBTS_MAGIC, 4, "uncompressed: the file header");
+    size_t z0 = stream_after(VBTS_HELLO_ZSTD, &packed, &st);
+    cr_assert_eq(st, 0);
+    cr_assert_eq(vbts_le32(packed.b + z0), 0xfd2fb528u, "compressed: zstd frames");
+    size_t got = ZSTD_decompress(back, sizeof(back), packed.b + z0, packed.n - z0);
+    cr_assert(!ZSTD_isError(got), "%s", ZSTD_getErrorName(got));
+    cr_assert_eq(got, plain.n - p0);
+    cr_assert_arr_eq(back, plain.b + p0, got);
+}
+
+Test(server, hello_unknown_option_refused_and_closed)
+{
+    static struct outbuf o;
+    int st;
+    stream_after(2, &o, &st);
+    cr_assert_eq(st, VBTS_PROTO_E_FIELD);
+    cr_assert_eq(o.n, 12 + 4 + strlen("invalid field value"), "nothing after the error: closed");
 }

@@ -17,17 +17,15 @@ DECODE_N=${BENCH_DECODE:-10000000}
 L=$BUILD/linux
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# run NAME OUT VBTS-ARGS...: one traced run into OUT; prints records/s over
-# the window (its start and stop markers, vCPU 0) and the records.
+# run OUT VBTS-ARGS...: one traced run into OUT; prints records/s over the
+# window and the records (the summary line's branches).
 run() {
-    local out=$1
+    local out=$1 line rec
     shift
     "$BUILD/vbts" --force --trace "$out" "$@" >/dev/null 2>"$T/err" || true
-    grep -q '^vbts: trace' "$T/err" || { echo "no summary line:" >&2; cat "$T/err" >&2; return 1; }
-    "$BUILD/vbts-decode" --format json "$out" |
-        awk '/"kind":"(start|stop)"/ && /^\{"cpu":0,/ { match($0, /"time_ns":[0-9]+/); t[++n] = substr($0, RSTART + 10, RLENGTH - 10) }
-             /"from"/ { r++ }
-             END { printf "%.0f %d\n", r / ((t[n] - t[1]) / 1e9), r }'
+    line=$(grep '^vbts: trace' "$T/err") || { echo "no summary line:" >&2; cat "$T/err" >&2; return 1; }
+    rec=$(sed -E 's/.*: ([0-9]+) branches, .*/\1/' <<<"$line")
+    awk -v r="$rec" -v w="$(window_seconds "$out")" 'BEGIN { printf "%.0f %d\n", r / w, r }'
 }
 
 # side NAME VBTS-ARGS...: plain and .zst, alternately, BENCH_RUNS times; one row.
@@ -93,7 +91,6 @@ for seq in range(0, len(body), 4096):
 with open(out, "wb") as f:
     f.writelines(frames)
 with open(zout, "wb") as f:
-    p = None
     for fr in frames:
         f.write(subprocess.run(["zstd", "-3", "-q", "-c"], input=fr, stdout=subprocess.PIPE, check=True).stdout)
 PY

@@ -24,11 +24,8 @@ traced() {
     line=$(grep '^vbts: trace' "$T/err") || { echo "$name ($e): no summary line"; cat "$T/err"; return 1; }
     rec=$(sed -E 's/.*: ([0-9]+) branches, ([0-9]+) exits.*/\1/' <<<"$line")
     exits=$(sed -E 's/.*: ([0-9]+) branches, ([0-9]+) exits.*/\2/' <<<"$line")
-    # The window's own time, from its start and stop markers (vCPU 0).
     local win
-    win=$("$BUILD/vbts-decode" --format json "$T/t.vbts" |
-          sed -n 's/^{"cpu":0,.*"kind":"\(start\|stop\)".*"time_ns":\([0-9]*\)}$/\2/p' |
-          awk 'NR == 1 { a = $1 } END { printf "%.6f", ($1 - a) / 1e9 }')
+    win=$(window_seconds "$T/t.vbts")
     awk -v name="$name" -v e="$e" -v r="$rec" -v x="$exits" -v plain="$plain" -v win="$win" \
         -v traced="$(echo "$t1 - $t0" | bc)" 'BEGIN {
         printf "%-30s %-7s %9d %9d %10.2f %11.0f %9.2f %9.2f %9s\n", name, e, r, x, x / r, r / win,

@@ -69,13 +69,18 @@ int file_create(const char *path, const struct vbts_file_header *h, bool replace
         return error_fail("cannot create trace file %s: it is a symbolic link", path);
     if (fd < 0)
         return error_fail_errno("cannot create trace file %s", path);
-    struct iovec iov = { (void *)h, sizeof(*h) };
-    if (h && write_all(fd, &iov, 1) < 0) {
+    if (h && file_write(fd, h, sizeof(*h)) < 0) {
         error_fail_errno("writing trace %s", path);
         close(fd);
         return -1;
     }
     return fd;
+}
+
+int file_write(int fd, const void *p, size_t n)
+{
+    struct iovec iov = { (void *)p, n };
+    return write_all(fd, &iov, 1);
 }
 
 int file_write_chunk(int fd, int cpu, uint64_t seq, const struct vbts_record *r, uint32_t n)

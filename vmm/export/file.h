@@ -4,6 +4,7 @@
 #define VBTS_EXPORT_FILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vbts/format.h"
@@ -14,6 +15,8 @@ void file_header(struct vbts_file_header *h, uint32_t ncpus, uint32_t flags);
  * symbolic link) and write the header h (none if NULL): the fd, or -1 with
  * the error set. */
 int file_create(const char *path, const struct vbts_file_header *h, bool replace);
+/* n bytes, whole (short writes and EINTR retried).  -1 with errno set. */
+int file_write(int fd, const void *p, size_t n);
 /* One chunk: header and records.  -1 with errno set. */
 int file_write_chunk(int fd, int cpu, uint64_t seq, const struct vbts_record *r, uint32_t n);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "export/file.h"
 #include "export/ring.h"
 #include "export/zframe.h"
 
@@ -38,20 +39,6 @@ struct zfile {
     char err[VBTS_MAX_MSG];
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* One frame of n bytes to the file; false (err set) if it could not be written. */
 static bool put_frame(struct zfile *z, const uint8_t *src, size_t n)
 {
@@ -61,7 +48,7 @@ static bool put_frame(struct zfile *z, const uint8_t *src, size_t n)
                  z->path);
         return false;
     }
-    if (write_all(z->fd, z->out, c) < 0) {
+    if (file_write(z->fd, z->out, c) < 0) {
         snprintf(z->err, sizeof(z->err), "writing trace %s: %s", z->path, strerror(errno));
         return false;
     }

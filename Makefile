@@ -141,6 +141,25 @@ bench: deps
 	@echo "== bench/compress.sh in the lab (decoding and unpacking are the host's: measured above)"
 	@scripts/lab.sh run env BUILD=$(BUILD) BENCH_LOOPS=50000 BENCH_LINUX=50000 BENCH_DECODE=0 BENCH_BOOT=0 BENCH_RUNS=9 bench/compress.sh
 
+# Differential fuzzing against QEMU (tests/gen/README.md): FUZZ_TRACE_N random
+# programs from FUZZ_TRACE_SEED (default: from the clock), QEMU's records
+# against vbts's under each engine, on this machine's KVM (each mismatch
+# minimised to a corpus line) and in the lab (FUZZ_TRACE_LAB_N of them).
+FUZZ_TRACE_N ?= 1000
+FUZZ_TRACE_LAB_N ?= 300
+fuzz-trace: deps
+	$(MAKE) all
+	@d=$(BUILD)/fuzz-trace/$$(date +%Y%m%d-%H%M%S); st=0; \
+	QEMU_BRANCHES_CACHE=$(CURDIR)/$(BUILD)/oracle-cache tests/gen/fuzz-trace prepare $$d \
+	    --count $(FUZZ_TRACE_N) $(if $(FUZZ_TRACE_SEED),--seed $(FUZZ_TRACE_SEED)) || st=1; \
+	echo "== this machine's KVM"; \
+	VBTS=$(BUILD)/vbts VBTS_DECODE=$(BUILD)/vbts-decode tests/gen/fuzz-trace run $$d \
+	    --keep-failures $$d/failures --minimise || st=1; \
+	echo "== the lab (stock kvm_amd, nested SVM under QEMU TCG): the first $(FUZZ_TRACE_LAB_N)"; \
+	scripts/lab.sh setup >/dev/null && scripts/lab.sh run env VBTS=$(BUILD)/vbts VBTS_DECODE=$(BUILD)/vbts-decode \
+	    tests/gen/fuzz-trace run $$d --host lab/kvm_amd -j 1 --limit $(FUZZ_TRACE_LAB_N) || st=1; \
+	exit $$st
+
 $(BUILD)/bench/sockbench: $(BUILD)/bench/sockbench.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ $(VMM_LIBS)
 
@@ -208,5 +227,5 @@ install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
 clean:
 	rm -rf build build-san
 
-.PHONY: all stubs deps tests test check demo bench fuzz fuzz-replay install clean linux-guest lab
+.PHONY: all stubs deps tests test check demo bench fuzz fuzz-trace fuzz-replay install clean linux-guest lab
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

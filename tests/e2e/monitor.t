@@ -78,7 +78,16 @@ case $VBTS_HOST in
 kvm_pvm)
     run "an instruction the host cannot emulate: status 2, named by its own bytes" 2 \
         "vbts: guest stopped: instruction the host cannot emulate on vCPU 0 at rip=0x100021 (suberror 1) (bytes cd 30)" \
-        -- "$T/intn.bin" ;;
+        -- "$T/intn.bin"
+    # Traced, the guest did not end: the trace stops where the host failed it.
+    run "traced, the host's failure stops the trace: status 125, one line" 125 \
+        "vbts: trace stopped: instruction the host cannot emulate on vCPU 0 at rip=0x100021 (suberror 1) (bytes cd 30)" \
+        -- --trace "$T/intn.vbts" "$T/intn.bin"
+    if "$VBTS_DECODE" "$T/intn.vbts" 2>"$T/intn.derr" | grep -q -- '-- stop unsupported'; then
+        ok "traced, the host's failure: the trace's stop marker says unsupported"
+    else
+        not_ok "traced, the host's failure: the trace's stop marker says unsupported"
+    fi ;;
 *kvm_amd)
     run "int n at CPL0 without an IDT: delivered, so a triple fault" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \

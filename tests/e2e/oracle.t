@@ -6,7 +6,7 @@
 #   bts-expect: the annotation syntax on a synthetic stub and map.
 . "$(dirname "$0")/tap.sh"
 
-plan 13
+plan 16
 
 # --- qemu-branches -------------------------------------------------------------
 t() { printf 'Trace 0: 0x7f0000001000 [0000000000000000/%016x/0000c0b0/ff000201] \n' "$1"; }
@@ -227,3 +227,22 @@ if ! "$ROOT/scripts/check-layout" --root "$TMP/lay" >"$TMP/lay.out" 2>&1 &&
    ! grep -q short_one "$TMP/lay.out"; then
     ok "check-layout: a long function is found whatever its signature, in vmm/ and decoder/"
 else diag_file "$TMP/lay.out"; not_ok "check-layout: a long function is found whatever its signature, in vmm/ and decoder/"; fi
+
+# --- the generated programs (tests/gen/) ---------------------------------------
+# fuzz-trace's verdicts on made-up results: exact, clear stops, and every
+# kind of mismatch (a record missing, more, changed; a wrong record before
+# a stop; a stop in two lines; another status).
+if "$ROOT/tests/gen/fuzz-trace" selftest >"$TMP/ft.out" 2>&1 && grep -qx "selftest: 11 of 11 cases right" "$TMP/ft.out"; then
+    ok "fuzz-trace: exact, clear stops and mismatches told apart, and the block blamed"
+else diag_file "$TMP/ft.out"; not_ok "fuzz-trace: exact, clear stops and mismatches told apart, and the block blamed"; fi
+# A seed is a program: the same one each time; --keep leaves each kept block as it was.
+g=$ROOT/tests/gen/gen-prog
+if [ "$("$g" 4242 | md5sum)" = "$("$g" 4242 | md5sum)" ] && [ "$("$g" 4242 | md5sum)" != "$("$g" 4243 | md5sum)" ]; then
+    ok "gen-prog: a seed gives one program, another seed another"
+else not_ok "gen-prog: a seed gives one program, another seed another"; fi
+"$g" --blocks 6 4242 >"$TMP/all.asm"; "$g" --blocks 6 --keep 2,4 4242 >"$TMP/keep.asm"
+blk() { sed -n "/^blk$2:/,/^blk$2_end:/p" "$1"; }
+if grep -q '^blk2:' "$TMP/keep.asm" && ! grep -q '^blk1:' "$TMP/keep.asm" &&
+   [ "$(blk "$TMP/all.asm" 4)" = "$(blk "$TMP/keep.asm" 4)" ] && [ -n "$(blk "$TMP/all.asm" 4)" ]; then
+    ok "gen-prog: --keep leaves out the other blocks and keeps each kept one as it was"
+else not_ok "gen-prog: --keep leaves out the other blocks and keeps each kept one as it was"; fi

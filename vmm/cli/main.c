@@ -85,7 +85,8 @@ static const char usage[] =
     "ends the run with status (V<<1)|1, like QEMU's isa-debug-exit.\n"
     "Exit status: 0 guest halted or powered off; (V<<1)|1 debug-exit;\n"
     "2 guest crashed (triple fault, instruction the host cannot run);\n"
-    "125 the monitor failed (bad option or image, no KVM, trace not written);\n"
+    "125 the monitor failed (bad option or image, no KVM, trace not written), or\n"
+    "the trace stopped where it could not go on exactly (named on stderr);\n"
     "130 interrupted by a signal; killed by SIGSYS (159 in a shell): the sandbox\n"
     "stopped a forbidden system call, named on stderr (docs/security.md).\n";
 
@@ -316,8 +317,18 @@ static void confine_or_exit(const struct vbts_options *o, const struct user_ids 
 static int report(struct run *r, int status, double elapsed)
 {
     enum vm_end end = atomic_load(&r->vm.end);
-    if (end == VM_END_CRASH || end == VM_END_MONITOR || end == VM_END_SIGNAL)
+    /*
+     * The host failed an instruction the guest meant to run: a trace
+     * still being recorded is cut short there, not ended by the guest.
+     */
+    bool host_cut = end == VM_END_HOST && r->sink && atomic_load(&r->tcfg.window) != WINDOW_CLOSED;
+    if (host_cut) {
+        const char *m = r->vm.end_msg;
+        fprintf(stderr, "vbts: trace stopped: %s\n", strncmp(m, "guest stopped: ", 15) ? m : m + 15);
+        status = VBTS_EXIT_MONITOR;
+    } else if (end == VM_END_CRASH || end == VM_END_HOST || end == VM_END_MONITOR || end == VM_END_SIGNAL) {
         fprintf(stderr, "vbts: %s\n", r->vm.end_msg);
+    }
     hostcompat_summary(stderr);
     /* Asked for explicitly: printed even with --quiet. */
     if (r->tcfg.verify_flow)

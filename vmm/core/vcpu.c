@@ -91,7 +91,8 @@ static void internal_error(struct vcpu *cpu)
     unsigned long long rip = guest_rip(cpu);
     char sym[160];
     name_rip(cpu, rip, sym, sizeof(sym));
-    vm_request_end(cpu->vm, VM_END_CRASH, VBTS_EXIT_GUEST_CRASH,
+    /* The guest did not crash: the host failed it (a trace stops there, main.c). */
+    vm_request_end(cpu->vm, emul ? VM_END_HOST : VM_END_CRASH, VBTS_EXIT_GUEST_CRASH,
                    "guest stopped: %s on vCPU %d at rip=0x%llx%s (suberror %u)%s",
                    emul ? "instruction the host cannot emulate" : "KVM internal error",
                    cpu->index, rip, sym, run->internal.suberror, bytes);

@@ -32,7 +32,8 @@ enum vm_end {
     VM_RUNNING = 0,
     VM_END_HALT,        /* HLT with nothing to wake the vCPU, or power-off */
     VM_END_DEBUG_EXIT,  /* guest wrote the debug-exit port */
-    VM_END_CRASH,       /* triple fault or an instruction KVM could not run */
+    VM_END_CRASH,       /* triple fault */
+    VM_END_HOST,        /* an instruction the host cannot run (emulation failure) */
     VM_END_MONITOR,     /* the monitor failed or cannot go on */
     VM_END_SIGNAL,      /* SIGINT/SIGTERM */
     VM_END_TRACE_DONE,  /* --stop-after-trace: the trace window closed */

@@ -2,6 +2,7 @@
 #include "trace/attrib.h"
 
 #include "vbts/format.h"
+#include "x86/fault.h"
 
 bool attrib_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max,
                  bool allow_indirect, struct branch_pred *rec, bool *has_rec)
@@ -190,4 +191,17 @@ void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, i
 unsigned attrib_kind(unsigned kind, int vector)
 {
     return kind == VBTS_KIND_EXCEPTION && vector >= 32 ? VBTS_KIND_INTERRUPT : kind;
+}
+
+bool attrib_may_raise(const struct cpu_view *at, uint64_t from, int vector)
+{
+    const uint32_t judged = 1u << 0 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 10 |
+                            1u << 11 | 1u << 12 | 1u << 13 | 1u << 14 | 1u << 16 | 1u << 17 | 1u << 19;
+    if (vector < 0 || vector >= 32 || !(judged & (1u << vector)))
+        return true;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    bool ok = cpu_decode(at, from, &in, ops, &why) == 0;
+    return fault_may_raise(at, from, ok ? &in : NULL, ops) & (1u << vector);
 }

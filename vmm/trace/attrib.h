@@ -58,6 +58,15 @@ struct attrib_event {
 void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, int max,
                   struct attrib_event *out);
 
+/*
+ * Can the instruction at `from`, in the state `at` it ran in, raise the
+ * exception `vector`?  Only the vectors an instruction alone decides are
+ * judged (true for the others: #DB, NMI, #MC, interrupts).  A "no" means
+ * the host delivered what a CPU would not (kvm_pvm: #GP for SYSCALL from
+ * user mode), and the trace must not take it for the guest's.
+ */
+bool attrib_may_raise(const struct cpu_view *at, uint64_t from, int vector);
+
 /* The record kind of an event on `vector`: an unexplained one from 32 up is an interrupt. */
 unsigned attrib_kind(unsigned kind, int vector);
 

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "vbts/format.h"
+#include "vbts/le.h"
+#include "x86/fault.h"
 
 static uint64_t width_mask(unsigned bits)
 {
@@ -58,12 +60,76 @@ static int read_stack(const struct cpu_view *v, unsigned i, unsigned bytes, uint
     return read_uint(v, cpu_stack_base(v->sregs) + sp, bytes, val);
 }
 
-/* Target of an indirect near or far jmp/call, read from its operand. */
+/*
+ * Where a far JMP or CALL to sel:off goes, from the descriptor the selector
+ * names: a code segment (its base + off) or a call gate (the gate's
+ * target).  0: *target; 1: the branch raises *vector before it is taken
+ * (a null or out-of-table selector, a data or system segment: #GP; not
+ * present: #NP); -1: not known (an LDT, a task switch, unreadable tables).
+ * Privilege checks are left out: where they fail, the step shows it.
+ */
+static int far_destination(const struct cpu_view *v, uint16_t sel, uint64_t off, uint64_t *target,
+                           int *vector)
+{
+    const struct kvm_sregs *s = v->sregs;
+    if (cpu_mode(s) == MODE_REAL16) {
+        *target = ((uint64_t)sel << 4) + (off & 0xffff);
+        return 0;
+    }
+    if (sel & 4)
+        return -1;
+    uint32_t idx = sel & ~7u;
+    if (idx == 0 || idx + 7 > s->gdt.limit) {
+        *vector = 13;
+        return 1;
+    }
+    uint8_t d[16];
+    bool long_mode = s->efer & EFER_LMA;
+    if (cpu_read_linear(v, s->gdt.base + idx, d, 8))
+        return -1;
+    if (d[5] & 0x10) {                          /* code or data */
+        if (!(d[5] & 0x08)) {
+            *vector = 13;
+            return 1;
+        }
+        if (!(d[5] & 0x80)) {
+            *vector = 11;
+            return 1;
+        }
+        uint64_t base = (long_mode && (d[6] & 0x20)) ? 0
+                        : (vbts_le16(d + 2) | (uint32_t)d[4] << 16 | (uint32_t)d[7] << 24);
+        *target = base + off;
+        return 0;
+    }
+    if ((d[5] & 0x0f) != 0x0c) {                /* a TSS or task gate: not followed here */
+        unsigned type = d[5] & 0x0f;
+        if (type == 0x5 || type == 0x9 || type == 0x1 || type == 0xb || type == 0x3)
+            return -1;
+        *vector = 13;
+        return 1;
+    }
+    if (!(d[5] & 0x80)) {
+        *vector = 11;
+        return 1;
+    }
+    uint64_t goff = vbts_le16(d) | (uint32_t)vbts_le16(d + 6) << 16, base;
+    if (long_mode) {
+        if (idx + 15 > s->gdt.limit || cpu_read_linear(v, s->gdt.base + idx + 8, d + 8, 8))
+            return -1;
+        goff |= (uint64_t)(d[8] | d[9] << 8 | d[10] << 16 | (uint32_t)d[11] << 24) << 32;
+    }
+    if (cpu_selector_base(v, vbts_le16(d + 2), &base))
+        return -1;
+    *target = base + goff;
+    return 0;
+}
+
+/* Target of an indirect near jmp/call, read from its operand. */
 static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
-                           const ZydisDecodedOperand *op, bool far, uint64_t *target)
+                           const ZydisDecodedOperand *op, uint64_t *target)
 {
     uint64_t cs_base = cpu_code_base(v->sregs);
-    if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && !far) {
+    if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
         uint64_t val;
         if (cpu_register(v->regs, op->reg.value, &val) < 0)
             return -1;
@@ -73,18 +139,23 @@ static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstructi
     uint64_t ea;
     if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_operand_address(v, in, op, &ea) < 0)
         return -1;
-    unsigned off_bytes = in->operand_width / 8;
-    uint64_t off, sel;
-    if (read_uint(v, ea, off_bytes, &off))
-        return -1;
-    if (!far) {
-        *target = cs_base + off;
-        return 0;
-    }
-    if (read_uint(v, ea + off_bytes, 2, &sel) || cpu_selector_base(v, (uint16_t)sel, &cs_base))
+    uint64_t off;
+    if (read_uint(v, ea, in->operand_width / 8, &off))
         return -1;
     *target = cs_base + off;
     return 0;
+}
+
+/* A far jmp/call's m16:16, m16:32 or m16:64 operand: far_destination's answer. */
+static int far_pointer(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *op, uint64_t *target, int *vector)
+{
+    uint64_t ea, off, sel;
+    unsigned off_bytes = in->operand_width / 8;
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_operand_address(v, in, op, &ea) < 0 ||
+        read_uint(v, ea, off_bytes, &off) || read_uint(v, ea + off_bytes, 2, &sel))
+        return -1;
+    return far_destination(v, (uint16_t)sel, off, target, vector);
 }
 
 static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
@@ -157,14 +228,24 @@ static bool direct_target(const struct cpu_view *v, const ZydisDecodedInstructio
             *target = (uint32_t)*target;
         return true;
     }
-    if (ops[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
-        uint64_t base;
-        if (cpu_selector_base(v, ops[0].ptr.segment, &base))
-            return false;
-        *target = base + ops[0].ptr.offset;
-        return true;
-    }
     return false;
+}
+
+/*
+ * A far JMP or CALL: through a pointer or memory.  Its target, or the
+ * vector it raises before it is taken (p->vector_hint).
+ */
+static void far_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, struct branch_pred *p)
+{
+    int r, vector = -1;
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_POINTER)
+        r = far_destination(v, ops[0].ptr.segment, ops[0].ptr.offset, &p->target, &vector);
+    else
+        r = far_pointer(v, in, &ops[0], &p->target, &vector);
+    p->target_known = r == 0;
+    if (r == 1)
+        p->vector_hint = (int16_t)vector;
 }
 
 /*
@@ -209,6 +290,7 @@ static void system_target(const struct cpu_view *v, const ZydisDecodedInstructio
         p->target_known = true;
     } else if (in->mnemonic == ZYDIS_MNEMONIC_INT || in->mnemonic == ZYDIS_MNEMONIC_INT3) {
         unsigned vec = in->mnemonic == ZYDIS_MNEMONIC_INT3 ? 3 : (unsigned)ops[0].imm.value.u & 0xff;
+        p->vector = (uint8_t)vec;
         p->target_known = cpu_idt_handler(v, vec, &p->target) == 0;
     }
 }
@@ -220,8 +302,12 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
     if (predict_common(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, p, why))
         return -1;
     if (p->kind == VBTS_KIND_UNKNOWN) {
+        unsigned err;
+        int vec;
         if (div_faults(v, &in, ops))
             p->vector_hint = 0;
+        else if ((vec = fault_segment_load(v, &in, ops, &err)) >= 0)
+            p->vector_hint = (int16_t)vec;
         return 0;
     }
 
@@ -240,7 +326,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
         break;
     case VBTS_KIND_JMP_IND:
     case VBTS_KIND_CALL_IND:
-        p->target_known = indirect_target(v, &in, &ops[0], false, &p->target) == 0;
+        p->target_known = indirect_target(v, &in, &ops[0], &p->target) == 0;
         break;
     case VBTS_KIND_RET:
         if (read_stack(v, 0, w ? w : sw, &val) == 0) {
@@ -259,10 +345,8 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
                     p->target_known = true;
                 }
             }
-        } else if (!direct_target(v, &in, ops, &p->target)) {
-            p->target_known = indirect_target(v, &in, &ops[0], true, &p->target) == 0;
         } else {
-            p->target_known = true;
+            far_target(v, &in, ops, p);
         }
         break;
     case VBTS_KIND_IRET:

@@ -27,6 +27,7 @@ struct branch_pred {
     bool to_user;           /* far return or sysret to CPL3 */
     uint8_t cpl;            /* privilege level the instruction runs at */
     int16_t vector_hint;    /* exception it raises for sure (ud2: #UD), or -1 */
+    uint8_t vector;         /* INT n, INT3: the vector */
     uint16_t mnemonic;      /* ZydisMnemonic, for what follows it (PUSHF, SYSCALL, HLT) */
     uint64_t target;        /* linear target when taken && target_known */
 };

@@ -194,6 +194,14 @@ static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
     }
     if (idx < 0)
         return lost(t, "an exception's handler was reached from outside the stretch", s->handler[h]);
+    /* The stretch keeps its mode and privilege: the state before it judges the instruction. */
+    struct kvm_regs br = t->before_regs;
+    struct kvm_sregs bs = t->before_sregs;
+    const struct cpu_view before = { v->mem, &br, &bs };
+    if (!attrib_may_raise(&before, s->ins[idx], vector))
+        return trace_desync(t, "trace stopped at 0x%llx: the host delivered vector %d there, which that "
+                            "instruction cannot raise (the vCPU is at 0x%llx)",
+                            (unsigned long long)s->ins[idx], vector, (unsigned long long)s->handler[h]);
     emit_upto(t, s->recs_before[idx]);
     window_emit_branch(t, s->ins[idx], s->handler[h], attrib_kind(VBTS_KIND_EXCEPTION, vector),
                        s->cpl);

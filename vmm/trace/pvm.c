@@ -31,6 +31,7 @@
 #include "x86/deliver.h"
 #include "x86/arch.h"
 #include "x86/debug.h"
+#include "x86/fault.h"
 
 static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
                          bool allow_indirect, struct branch_pred *rec, bool *has_rec)
@@ -48,10 +49,11 @@ static void emit_skipped(struct trace_vcpu *t, const struct branch_pred *s)
  * was delivered there, and the handler's first instruction may have run
  * without a step exit of its own.  `hint` is the vector the monitor
  * injected or the instruction is known to raise, or -1; `only` restricts
- * the search to it.
+ * the search to it.  `at`: the state the instruction ran in, where known,
+ * to judge whether it could raise what came.
  */
-static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint64_t from,
-                           int cpl, int hint, bool only, unsigned kind, uint64_t rip)
+static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, const struct cpu_view *at,
+                           uint64_t from, int cpl, int hint, bool only, unsigned kind, uint64_t rip)
 {
     struct attrib_event a;
     attrib_event(v, rip, hint, only, ATTRIB_SKIP_MAX, &a);
@@ -62,6 +64,10 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, uint6
                             "followed by 0x%llx, which %s", (unsigned long long)from,
                             (unsigned long long)rip, a.status == ATTRIB_NONE ? "no IDT handler explains" : many);
     }
+    if (hint < 0 && at && !attrib_may_raise(at, from, a.vector))
+        return trace_desync(t, "trace stopped at 0x%llx: the host delivered vector %d there, which "
+                            "that instruction cannot raise (the vCPU is at 0x%llx)",
+                            (unsigned long long)from, a.vector, (unsigned long long)rip);
     window_emit_branch(t, from, a.handler, attrib_kind(kind, a.vector), cpl);
     if (a.has_skip)
         emit_skipped(t, &a.skip);
@@ -194,7 +200,7 @@ static int after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
         }
         break;
     }
-    return attribute_event(t, v, cpu_linear_ip(&r, &s), cpu_cpl(&s), -1, false, VBTS_KIND_EXCEPTION, rip);
+    return attribute_event(t, v, &sim, cpu_linear_ip(&r, &s), cpu_cpl(&s), -1, false, VBTS_KIND_EXCEPTION, rip);
 }
 
 /*
@@ -220,10 +226,88 @@ static bool sp_moved_unlike(const struct trace_vcpu *t, const struct cpu_view *v
     return v->regs->rsp != t->before_regs.rsp + (uint64_t)d;
 }
 
+/* INT n went elsewhere than its handler: the handler's first instruction ran, or another event came. */
+static int settle_int(struct trace_vcpu *t, const struct cpu_view *v, const struct cpu_view *before,
+                      uint64_t rip)
+{
+    const struct branch_pred *p = &t->pred;
+    struct branch_pred skip;
+    bool has_skip;
+    if (explain_skip(v, p->target, rip, true, &skip, &has_skip)) {
+        window_emit_branch(t, p->from, p->target, p->kind, p->cpl);
+        if (has_skip)
+            emit_skipped(t, &skip);
+        return 0;
+    }
+    /*
+     * From user mode through a gate it may use, this host delivers
+     * another event (#GP) where the CPU enters the gate's handler.
+     */
+    if (p->cpl == 3 && cpu_idt_gate_dpl(v, p->vector) == 3)
+        return trace_desync(t, "trace stopped at 0x%llx: int 0x%x from user mode went to 0x%llx, "
+                            "not to its gate's handler 0x%llx: this host (kvm_pvm) does not "
+                            "deliver software interrupts from user mode",
+                            (unsigned long long)p->from, p->vector, (unsigned long long)rip,
+                            (unsigned long long)p->target);
+    return attribute_event(t, v, before, p->from, p->cpl, -1, false, VBTS_KIND_EXCEPTION, rip);
+}
+
+/* The exception the instruction at `from` raises for sure in state `at`, or -1. */
+static int sure_fault(const struct cpu_view *at, uint64_t from)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    struct delivery d;
+    const char *why;
+    if (cpu_decode(at, from, &in, ops, &why) < 0)
+        return -1;
+    return fault_predict(at, &in, ops, &d) == FAULT_YES && d.kind == DELIVER_FAULT ? d.vector : -1;
+}
+
+/* A step that was no branch: straight-line code, or an exception (its handler's first instruction run). */
+static int settle_straight(struct trace_vcpu *t, const struct cpu_view *v, const struct cpu_view *before,
+                           uint64_t rip)
+{
+    const struct branch_pred *p = &t->pred;
+    struct branch_pred skip;
+    bool has_skip;
+    uint64_t next = p->from + p->len;
+    /* A REP string instruction steps once per iteration, in place. */
+    if (rip == p->from)
+        return 0;
+    /*
+     * Straight-line code may explain `rip`, also where an exception's
+     * handler starts right after the faulting instruction (and its first
+     * instruction may have put the stack back).  That reading holds only
+     * if nothing contradicts it: the instruction cannot fault for sure
+     * (ud2, a page not present, a bad selector), and the stack pointer
+     * moved only if the code did.
+     */
+    int hint = p->vector_hint;
+    if (hint < 0 && rip != next)
+        hint = sure_fault(before, p->from);
+    if (hint < 0 && !event_moved_sp(t, v, rip)) {
+        if (rip == next)
+            return 0;
+        int r = skipped_return(t, v, next, rip);
+        if (r != 1)
+            return r;
+        if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
+            if (has_skip)
+                emit_skipped(t, &skip);
+            return 0;
+        }
+    }
+    return attribute_event(t, v, before, p->from, p->cpl, hint, false, VBTS_KIND_EXCEPTION, rip);
+}
+
 /* Account for the instruction predicted in t->pred, now that the vCPU is at `rip`. */
 static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     const struct branch_pred *p = &t->pred;
+    struct kvm_regs br = t->before_regs;
+    struct kvm_sregs bs = t->before_sregs;
+    const struct cpu_view before = { v->mem, &br, &bs };
     struct branch_pred skip;
     bool has_skip;
 
@@ -233,30 +317,27 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
         t->pvm.event_vector = -1;
         unsigned kind = p->kind == VBTS_KIND_INT ? VBTS_KIND_INT     /* int3 completed for the host */
                         : vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT;
-        return attribute_event(t, v, p->from, p->cpl, vec, true, kind, rip);
+        return attribute_event(t, v, &before, p->from, p->cpl, vec, true, kind, rip);
     }
     if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
         uint64_t target = p->target_known ? p->target : rip;
+        /* A far branch through a selector that faults for sure (bad, not present). */
+        if (!p->target_known && p->vector_hint >= 0)
+            return attribute_event(t, v, &before, p->from, p->cpl, p->vector_hint, true,
+                                   VBTS_KIND_EXCEPTION, rip);
         if (!p->target_known && sp_moved_unlike(t, v))
-            return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
+            return attribute_event(t, v, &before, p->from, p->cpl, p->vector_hint, false,
                                    VBTS_KIND_EXCEPTION, rip);
         if (rip == target) {
             window_emit_branch(t, p->from, target, p->kind, p->cpl);
             return 0;
         }
         /* INT n: its handler's first instruction may have run unseen (kvm_pvm). */
-        if (p->kind == VBTS_KIND_INT && p->target_known) {
-            if (explain_skip(v, p->target, rip, true, &skip, &has_skip)) {
-                window_emit_branch(t, p->from, p->target, p->kind, p->cpl);
-                if (has_skip)
-                    emit_skipped(t, &skip);
-                return 0;
-            }
-            return attribute_event(t, v, p->from, p->cpl, -1, false, VBTS_KIND_EXCEPTION, rip);
-        }
+        if (p->kind == VBTS_KIND_INT && p->target_known)
+            return settle_int(t, v, &before, rip);
         /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
         if (!p->target_known || (p->kind != VBTS_KIND_IRET && p->mnemonic != ZYDIS_MNEMONIC_SYSRET))
-            return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false,
+            return attribute_event(t, v, &before, p->from, p->cpl, p->vector_hint, false,
                                    VBTS_KIND_EXCEPTION, rip);
         if (p->kind == VBTS_KIND_IRET)
             return after_iret(t, v, rip);
@@ -271,32 +352,10 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
                 emit_skipped(t, &skip);
             return 0;
         }
-        return attribute_event(t, v, target, cpu_cpl(v->sregs), -1, false,
+        return attribute_event(t, v, NULL, target, cpu_cpl(v->sregs), -1, false,
                                VBTS_KIND_EXCEPTION, rip);
     }
-    uint64_t next = p->from + p->len;
-    /* A REP string instruction steps once per iteration, in place. */
-    if (rip == p->from)
-        return 0;
-    /*
-     * Straight-line code may explain `rip`, also where an exception's
-     * handler starts right after the faulting instruction.  That reading
-     * holds only if nothing contradicts it: the instruction cannot fault
-     * for sure (ud2), and the stack pointer moved only if the code did.
-     */
-    if (p->vector_hint < 0 && !event_moved_sp(t, v, rip)) {
-        if (rip == next)
-            return 0;
-        int r = skipped_return(t, v, next, rip);
-        if (r != 1)
-            return r;
-        if (explain_skip(v, next, rip, p->shadow, &skip, &has_skip)) {
-            if (has_skip)
-                emit_skipped(t, &skip);
-            return 0;
-        }
-    }
-    return attribute_event(t, v, p->from, p->cpl, p->vector_hint, false, VBTS_KIND_EXCEPTION, rip);
+    return settle_straight(t, v, &before, rip);
 }
 
 static int pvm_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
@@ -317,11 +376,26 @@ static int pvm_stepping(struct trace_vcpu *t, bool on, struct debug_want *w)
 static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
 {
     (void)let_in;
+    struct cpu_view v;
+    trace_view(t, &v);
+    /*
+     * The instruction after IRETQ runs in the IRETQ's step; at CPL3 the host
+     * ends the guest with a triple fault on INT n there, where the monitor
+     * runs it itself when it has a step of its own (ustep.c).  (A SYSCALL
+     * there it runs, or raises #GP, which attribute_event stops at.)
+     */
+    struct branch_pred next;
+    const char *why;
+    if (t->pred_valid && t->pred.kind == VBTS_KIND_IRET && t->pred.to_user && t->pred.target_known &&
+        branch_predict_at(&v, t->pred.target, &next, &why) == 0 &&
+        next.kind == VBTS_KIND_INT)
+        return trace_desync(t, "trace stopped at 0x%llx: the IRET returns to a software interrupt at "
+                            "0x%llx, which this host (kvm_pvm) runs in the same step and does not "
+                            "deliver from user mode", (unsigned long long)t->pred.from,
+                            (unsigned long long)t->pred.target);
     if (ustep_before_run(t) < 0)
         return -1;
     /* An IRETQ's frame as it is before the step (after_iret). */
-    struct cpu_view v;
-    trace_view(t, &v);
     t->pvm.frame_valid = t->pred_valid && t->pred.kind == VBTS_KIND_IRET &&
                          cpu_read_linear(&v, cpu_stack_base(v.sregs) + v.regs->rsp, t->pvm.frame,
                                          sizeof(t->pvm.frame)) == 0;

@@ -68,6 +68,28 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
 }
 
 /*
+ * The instruction writes into the IDT: the handlers watched for the rest
+ * of the stretch were read from it before (a guest that sets a gate and
+ * then faults through it).
+ */
+static bool writes_idt(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops)
+{
+    uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        uint64_t ea;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
+            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            continue;
+        if (cpu_operand_address(v, in, &ops[i], &ea) < 0)
+            return true;
+        if (ea <= end && ea + ops[i].size / 8 > base)
+            return true;
+    }
+    return false;
+}
+
+/*
  * The exceptions an instruction that is not cut can raise, a bit per
  * vector (x86/fault.c): #PF, #GP and #SS from memory accesses, #DE from a
  * division, #UD from an extension the CPU may lack.  A double fault is
@@ -77,7 +99,7 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
 static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                        const ZydisDecodedOperand *ops)
 {
-    if (cuts(in, ops))
+    if (cuts(in, ops) || writes_idt(v, in, ops))
         return STRETCH_CUT;
     return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
 }

@@ -501,7 +501,14 @@ static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t ri
 {
     const struct branch_pred *p = &t->pred;
     struct deliver_before b = { &t->before_regs, &t->before_sregs, t->before_regs.rip + p->len };
-    if (deliver_seen(v->mem, &b))
+    /*
+     * A PUSHF that completed wrote the host's TF where a 32-bit frame's
+     * EFLAGS goes, over what may be an old frame's return address: that
+     * is its image (cleared in after()), not a delivery.
+     */
+    bool pushf = p->mnemonic == ZYDIS_MNEMONIC_PUSHF || p->mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
+                 p->mnemonic == ZYDIS_MNEMONIC_PUSHFQ;
+    if (!(pushf && rip == p->from + p->len) && deliver_seen(v->mem, &b))
         return trace_desync(t, "trace stopped at 0x%llx: an exception came there that vbts neither "
                             "foresaw nor caught at its handler, and this host (%s) ran the handler "
                             "without single-steps (the vCPU is at 0x%llx now); the trace ends here "

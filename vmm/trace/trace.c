@@ -27,6 +27,7 @@ static enum vbts_stop_reason stop_reason(enum vm_end e)
     case VM_END_HALT:
     case VM_END_DEBUG_EXIT: return VBTS_STOP_GUEST_EXIT;
     case VM_END_CRASH: return VBTS_STOP_GUEST_CRASH;
+    case VM_END_HOST: return VBTS_STOP_UNSUPPORTED;
     case VM_END_SIGNAL: return VBTS_STOP_INTERRUPTED;
     case VM_END_TRACE_DONE: return VBTS_STOP_LIMIT;
     default: return VBTS_STOP_ERROR;

@@ -198,6 +198,19 @@ int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler
     return 0;
 }
 
+int cpu_idt_gate_dpl(const struct cpu_view *v, unsigned vector)
+{
+    const struct kvm_sregs *s = v->sregs;
+    if (cpu_mode(s) == MODE_REAL16)
+        return -1;
+    unsigned size = (s->efer & EFER_LMA) ? 16 : 8;
+    uint8_t g[8];
+    if ((uint64_t)vector * size + size - 1 > s->idt.limit || cpu_read_linear(v, s->idt.base + vector * size, g, 8) ||
+        !(g[5] & 0x80))
+        return -1;
+    return (g[5] >> 5) & 3;
+}
+
 int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val)
 {
     static const ZydisRegister gpr64[16] = {

@@ -100,5 +100,7 @@ int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction 
 int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base);
 /* Linear address of the handler for `vector` from the guest's IDT, or -1. */
 int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler);
+/* The privilege level a gate lets INT n in from (its DPL), or -1 (none, not present, real mode). */
+int cpu_idt_gate_dpl(const struct cpu_view *v, unsigned vector);
 
 #endif

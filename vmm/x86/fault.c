@@ -255,6 +255,65 @@ static bool segment_load(const ZydisDecodedInstruction *in, const ZydisDecodedOp
     return false;
 }
 
+int fault_segment_load(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, unsigned *error)
+{
+    const struct kvm_sregs *s = v->sregs;
+    if (!(s->cr0 & 1) || cpu_mode(s) == MODE_REAL16 || (v->regs->rflags & (1u << 17)))
+        return -1;
+    ZydisRegister sreg = ZYDIS_REGISTER_NONE;
+    uint64_t sel = 0;
+    if (in->mnemonic == ZYDIS_MNEMONIC_MOV && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+        ZydisRegisterGetClass(ops[0].reg.value) == ZYDIS_REGCLASS_SEGMENT) {
+        sreg = ops[0].reg.value;
+        uint64_t lin;
+        if (ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+            if (cpu_register(v->regs, ops[1].reg.value, &sel) < 0)
+                return -1;
+        } else if (ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+                   cpu_operand_address(v, in, &ops[1], &lin) < 0 || cpu_read_linear(v, lin, &sel, 2) < 0) {
+            return -1;
+        }
+    } else {
+        return -1;
+    }
+    sel &= 0xffff;
+    if (sreg != ZYDIS_REGISTER_SS && sreg != ZYDIS_REGISTER_DS && sreg != ZYDIS_REGISTER_ES &&
+        sreg != ZYDIS_REGISTER_FS && sreg != ZYDIS_REGISTER_GS)
+        return -1;                      /* mov cs: #UD, opcode_check's */
+    unsigned cpl = (unsigned)cpu_cpl(s), rpl = sel & 3, idx = sel & ~7u;
+    bool ss = sreg == ZYDIS_REGISTER_SS;
+    *error = sel & ~3u;
+    if (idx == 0 && !(sel & 4)) {
+        /* A null selector: fine in DS-GS; in SS only in 64-bit mode below CPL3 (RPL = CPL). */
+        if (!ss || (cpu_mode(s) == MODE_LONG64 && cpl != 3 && rpl == cpl))
+            return -1;
+        *error = 0;
+        return 13;
+    }
+    if (sel & 4)
+        return -1;                      /* LDT: not modelled */
+    if (idx + 7 > s->gdt.limit)
+        return 13;
+    uint8_t d[8];
+    if (cpu_read_linear(v, s->gdt.base + idx, d, 8))
+        return -1;
+    unsigned type = d[5] & 0x1f, dpl = (d[5] >> 5) & 3;
+    bool code = type & 0x08, present = d[5] & 0x80;
+    if (!(type & 0x10))
+        return 13;                      /* a system descriptor */
+    if (ss) {
+        if (code || !(type & 0x02) || rpl != cpl || dpl != cpl)
+            return 13;
+        return present ? -1 : 12;
+    }
+    if (code && !(type & 0x02))
+        return 13;                      /* execute-only code */
+    if ((!code || !(type & 0x04)) && (rpl > dpl || cpl > dpl))
+        return 13;                      /* data or non-conforming code above its privilege */
+    return present ? -1 : 11;
+}
+
 /* Software interrupts and the exceptions an opcode itself raises. */
 static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *ops, struct delivery *d)
@@ -272,6 +331,13 @@ static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction 
             return FAULTS;
         }
         break;
+    case ZYDIS_MNEMONIC_AAM:
+        /* AAM 0 divides by zero (outside 64-bit mode, where Zydis decodes it at all). */
+        if (in->operand_count_visible && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.value.u == 0) {
+            set_fault(d, 0, false, 0);
+            return FAULTS;
+        }
+        return GOOD;
     case ZYDIS_MNEMONIC_INT3:
         *d = (struct delivery){ .kind = DELIVER_TRAP, .vector = 3, .insn_len = in->length };
         return FAULTS;
@@ -313,6 +379,12 @@ static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction 
     }
     if ((in->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED) && cpl > 0) {
         set_fault(d, 13, true, 0);
+        return FAULTS;
+    }
+    unsigned err;
+    int vec = fault_segment_load(v, in, ops, &err);
+    if (vec >= 0) {
+        set_fault(d, (unsigned)vec, true, err);
         return FAULTS;
     }
     /* Far transfers, segment loads, task and system registers: their descriptors decide. */
@@ -392,6 +464,37 @@ static bool always_there(const ZydisDecodedInstruction *in)
            in->meta.isa_ext == ZYDIS_ISA_EXT_X87;
 }
 
+/* The exceptions an opcode raises by itself: #DE, #BR, #OF, #BP, #UD. */
+static uint32_t opcode_vectors(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    uint32_t m = 0;
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_DIV: case ZYDIS_MNEMONIC_IDIV: case ZYDIS_MNEMONIC_AAM:
+        m |= V(0);
+        break;
+    case ZYDIS_MNEMONIC_BOUND:
+        m |= V(5);
+        break;
+    case ZYDIS_MNEMONIC_INTO:
+        m |= V(4);
+        break;
+    case ZYDIS_MNEMONIC_INT3:
+        m |= V(3);
+        break;
+    case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+    case ZYDIS_MNEMONIC_SYSCALL:                /* #UD without EFER.SCE, and nothing else */
+        m |= V(6);
+        break;
+    case ZYDIS_MNEMONIC_MOV:
+        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_CS)
+            m |= V(6);
+        break;
+    default:
+        break;
+    }
+    return m;
+}
+
 uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                          const ZydisDecodedOperand *ops)
 {
@@ -402,6 +505,9 @@ uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDeco
     uint32_t m = 0;
     if (page_check(v, lin, in->length, false, true, &d) != GOOD)
         m |= V(14);                             /* the fetch */
+    /* SYSCALL loads fixed selectors, checks no descriptor and touches no memory. */
+    if (in->mnemonic == ZYDIS_MNEMONIC_SYSCALL)
+        return m | V(6);
     const struct kvm_segment *cs = &s->cs;
     if (cpu_mode(s) != MODE_LONG64 && cpu_mode(s) != MODE_REAL16 && !(cs->base == 0 && cs->limit == 0xffffffff))
         m |= V(13);                             /* the code segment's limit */
@@ -420,43 +526,23 @@ uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDeco
     if (segment_load(in, ops) || in->meta.category == ZYDIS_CATEGORY_SYSTEM)
         m |= V(13) | V(11) | V(12);
     /* ...and through a call or task gate, a task's state (#TS). */
-    if (in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR || in->meta.category == ZYDIS_CATEGORY_SYSCALL ||
+    if (in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ||
+        (in->meta.category == ZYDIS_CATEGORY_SYSCALL && in->mnemonic != ZYDIS_MNEMONIC_SYSCALL) ||
         in->meta.category == ZYDIS_CATEGORY_SYSRET || in->meta.category == ZYDIS_CATEGORY_INTERRUPT ||
         in->mnemonic == ZYDIS_MNEMONIC_IRET || in->mnemonic == ZYDIS_MNEMONIC_IRETD ||
         in->mnemonic == ZYDIS_MNEMONIC_IRETQ)
         m |= V(13) | V(11) | V(12) | V(10);
     if ((in->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED) || in->mnemonic == ZYDIS_MNEMONIC_RDTSC ||
+        in->mnemonic == ZYDIS_MNEMONIC_CLI || in->mnemonic == ZYDIS_MNEMONIC_STI ||
         in->mnemonic == ZYDIS_MNEMONIC_RDTSCP || in->mnemonic == ZYDIS_MNEMONIC_RDPMC ||
         in->meta.category == ZYDIS_CATEGORY_IO || in->meta.category == ZYDIS_CATEGORY_IOSTRINGOP ||
         in->mnemonic == ZYDIS_MNEMONIC_CMPXCHG16B)
         m |= V(13);
-    switch (in->mnemonic) {
-    case ZYDIS_MNEMONIC_DIV: case ZYDIS_MNEMONIC_IDIV: case ZYDIS_MNEMONIC_AAM:
-        m |= V(0);
-        break;
-    case ZYDIS_MNEMONIC_BOUND:
-        m |= V(5);
-        break;
-    case ZYDIS_MNEMONIC_INTO:
-        m |= V(4);
-        break;
-    case ZYDIS_MNEMONIC_INT3:
-        m |= V(3);
-        break;
-    case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
-        m |= V(6);
-        break;
-    case ZYDIS_MNEMONIC_MOV:
-        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_CS)
-            m |= V(6);
-        break;
-    default:
-        break;
-    }
+    m |= opcode_vectors(in, ops);
     if (in->meta.isa_ext == ZYDIS_ISA_EXT_X87 || in->meta.isa_ext == ZYDIS_ISA_EXT_MMX ||
         in->meta.exception_class != ZYDIS_EXCEPTION_CLASS_NONE)
         m |= V(7) | V(16) | V(19) | V(13);
-    if (!always_there(in) || (in->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED))
+    if (!always_there(in) || (in->attributes & (ZYDIS_ATTRIB_IS_PRIVILEGED | ZYDIS_ATTRIB_HAS_LOCK)))
         m |= V(6);
     if ((s->cr4 & CR4_CET) && (in->meta.category == ZYDIS_CATEGORY_RET ||
                                 in->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||

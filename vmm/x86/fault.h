@@ -44,6 +44,15 @@ uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDeco
                          const ZydisDecodedOperand *ops);
 
 /* The page-level checks of a data access of len bytes at lin (#PF, or none). */
+/*
+ * MOV to DS, ES, FS, GS or SS that faults for sure in protected or long
+ * mode, from the descriptor its selector names: the vector (#GP, #NP,
+ * #SS) and *error, its error code; -1 if it loads, or if that is not
+ * known here (an LDT selector, tables that cannot be read).
+ */
+int fault_segment_load(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, unsigned *error);
+
 enum fault_verdict fault_page(const struct cpu_view *v, uint64_t lin, uint64_t len, bool write,
                               struct delivery *d);
 

@@ -162,6 +162,26 @@ static int after_iretq(const struct cpu_view *v, const uint64_t *frame, struct k
     return 0;
 }
 
+/* The same for IRETD in 32-bit protected mode, to the same privilege (EIP, CS, EFLAGS). */
+static int after_iretd(const struct cpu_view *v, const uint64_t *frame, struct kvm_regs *r,
+                       struct kvm_sregs *s)
+{
+    uint32_t f[3];
+    const char *why;
+    struct kvm_segment cs;
+    if (frame)
+        memcpy(f, frame, sizeof(f));
+    else if (cpu_read_linear(v, cpu_stack_base(s) + (uint32_t)r->rsp, f, sizeof(f)) < 0)
+        return -1;
+    if ((f[1] & 3) != (unsigned)cpu_cpl(s) || deliver_segment(v->mem, s, (uint16_t)f[1], &cs, &why) < 0)
+        return -1;
+    s->cs = cs;
+    r->rip = f[0];
+    r->rflags = f[2] | 2;
+    r->rsp = (uint32_t)(r->rsp + 12);
+    return 0;
+}
+
 /*
  * After IRETQ the instruction at its target runs without a step exit of
  * its own, and after one more IRETQ the next as well (`iretq; iretq; jmp`
@@ -179,8 +199,9 @@ static int after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     struct branch_pred p = t->pred;
     const char *why;
     for (int n = 0; n < ATTRIB_SKIP_MAX; n++) {
-        if (cpu_mode(&s) != MODE_LONG64 || p.len != 2 ||
-            after_iretq(&sim, n == 0 && t->pvm.frame_valid ? t->pvm.frame : NULL, &r, &s) < 0)
+        const uint64_t *frame = n == 0 && t->pvm.frame_valid ? t->pvm.frame : NULL;
+        bool q = cpu_mode(&s) == MODE_LONG64 && p.len == 2, d = cpu_mode(&s) == MODE_PROT32 && p.len == 1;
+        if (!(q || d) || (q ? after_iretq(&sim, frame, &r, &s) : after_iretd(&sim, frame, &r, &s)) < 0)
             return trace_desync(t, "trace lost step synchronisation: the IRET at 0x%llx ran without a "
                                 "step exit, and where it returns cannot be read from its frame",
                                 (unsigned long long)p.from);

@@ -25,11 +25,12 @@
 #include "x86/event.h"
 #include "x86/host.h"
 
-enum { HC_INT3, HC_INTN, HC_FWAIT, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_HALT, HC_COUNT };
-static const char *const hc_name[HC_COUNT] = { "int3", "int n", "fwait", "syscall", "sysret",
-                                               "patched-away retry", "stale HLT state" };
-static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "completed",
-                                               "emulated", "done", "cleared" };
+enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_FWAIT, HC_UD, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_HALT,
+       HC_COUNT };
+static const char *const hc_name[HC_COUNT] = { "int3", "int n", "into", "iretd", "fwait", "#UD or bound",
+                                               "syscall", "sysret", "patched-away retry", "stale HLT state" };
+static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "emulated", "emulated",
+                                               "emulated", "completed", "emulated", "done", "cleared" };
 static atomic_ulong hc_fired[HC_COUNT];
 
 
@@ -242,6 +243,74 @@ static bool soft_interrupt(struct vcpu *cpu, unsigned len, unsigned vector)
     return event_raise(cpu, &ev) == 0;
 }
 
+static bool skip(struct vcpu *cpu, struct kvm_regs *regs, unsigned len)
+{
+    regs->rip += len;
+    return ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+}
+
+/*
+ * IRETD in 32-bit protected mode to the same privilege: EIP, CS and EFLAGS
+ * from the stack, CS through its descriptor.  Anything else (a task
+ * return, an outer privilege, virtual-8086 mode) is left to fail.
+ */
+static bool iretd(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
+{
+    struct cpu_view v = { &cpu->vm->mem, regs, sr };
+    uint32_t f[3];
+    const char *why;
+    struct kvm_segment cs;
+    unsigned cpl = (unsigned)cpu_cpl(sr);
+    if (cpu_mode(sr) != MODE_PROT32 || (regs->rflags & (1u << 14)) ||
+        cpu_read_linear(&v, cpu_stack_base(sr) + (uint32_t)regs->rsp, f, sizeof(f)) < 0 ||
+        (f[1] & 3) != cpl || (f[2] & (1u << 17)) ||
+        deliver_segment(&cpu->vm->mem, sr, (uint16_t)f[1], &cs, &why) < 0 || !(cs.type & 8))
+        return false;
+    /* IOPL and IF change only where the privilege allows (CPL0: both). */
+    uint32_t keep = cpl == 0 ? 0 : (3u << 12) | (cpl > ((regs->rflags >> 12) & 3) ? (1u << 9) : 0);
+    sr->cs = cs;
+    regs->rip = f[0];
+    regs->rflags = (((uint32_t)regs->rflags & keep) | (f[2] & ~keep & 0x257fd5)) | 2;
+    regs->rsp = (uint32_t)(regs->rsp + 12);
+    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+}
+
+/*
+ * Bytes that are no instruction in this mode, UD0 and UD1: #UD, as a CPU
+ * raises it; BOUND: #BR if the index is outside its bounds, else nothing.
+ * 1: done; -1: that, and it failed; 0: neither.
+ */
+static int undefined_or_bound(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs *regs)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint64_t lin = cpu_linear_ip(v->regs, v->sregs), ea;
+    struct event ud = { .kind = EVENT_EXCEPTION, .vector = 6 };
+    if (cpu_decode(v, lin, &in, ops, &why) < 0) {
+        if (cpu_undecodable_vector(v, lin) != 6)
+            return 0;
+        return event_raise(cpu, &ud) < 0 ? -1 : 1;
+    }
+    if (in.mnemonic == ZYDIS_MNEMONIC_UD0 || in.mnemonic == ZYDIS_MNEMONIC_UD1)
+        return event_raise(cpu, &ud) < 0 ? -1 : 1;
+    if (in.mnemonic != ZYDIS_MNEMONIC_BOUND || ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+        cpu_operand_address(v, &in, &ops[1], &ea) < 0)
+        return 0;
+    unsigned w = in.operand_width / 8;
+    uint64_t idx, lo = 0, hi = 0;
+    if (cpu_register(v->regs, ops[0].reg.value, &idx) < 0 || cpu_read_linear(v, ea, &lo, w) < 0 ||
+        cpu_read_linear(v, ea + w, &hi, w) < 0)
+        return 0;
+    int64_t i = w == 2 ? (int16_t)idx : (int32_t)idx, l = w == 2 ? (int16_t)lo : (int32_t)lo,
+            h = w == 2 ? (int16_t)hi : (int32_t)hi;
+    if (i < l || i > h) {
+        struct event br = { .kind = EVENT_EXCEPTION, .vector = 5 };
+        return event_raise(cpu, &br) < 0 ? -1 : 1;
+    }
+    return skip(cpu, regs, in.length) ? 1 : -1;
+}
+
 /* An emulation failure: true if the instruction was completed here. */
 static bool complete(struct vcpu *cpu)
 {
@@ -274,15 +343,35 @@ static bool complete(struct vcpu *cpu)
         atomic_fetch_add(&hc_fired[HC_INTN], 1);
         return true;
     }
+    if (n >= 1 && b[0] == 0xcf && cpu_mode(&sr) == MODE_PROT32) {
+        if (!iretd(cpu, &regs, &sr))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_IRETD], 1);
+        return true;
+    }
+    if (n >= 1 && b[0] == 0xce && !((sr.efer & (1u << 10)) && sr.cs.l)) {
+        /* into: #OF, a trap, if OF is set; else nothing. */
+        if (regs.rflags & (1u << 11) ? !soft_interrupt(cpu, 1, 4) : !skip(cpu, &regs, 1))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_INTO], 1);
+        return true;
+    }
     if (n >= 1 && b[0] == 0x9b) {
         /*
-         * fwait: raises #MF only for a pending unmasked x87 exception; the
-         * kernel runs it (fpu__drop) with the x87 state freshly saved or
-         * initialised, where none is pending, so it is a no-op there.
+         * fwait: #NM with CR0.TS and MP, else #MF for a pending unmasked x87
+         * exception (FSW.ES, CR0.NE), else nothing.
          */
-        regs.rip += 1;
-        if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
+        struct kvm_fpu fpu;
+        if (ioctl(cpu->fd, KVM_GET_FPU, &fpu) < 0)
             return false;
+        bool nm = (sr.cr0 & 0xa) == 0xa, mf = (fpu.fsw & 0x80) && (sr.cr0 & (1u << 5));
+        if (nm || mf) {
+            struct event ev = { .kind = EVENT_EXCEPTION, .vector = nm ? 7 : 16 };
+            if (event_raise(cpu, &ev) < 0)
+                return false;
+        } else if (!skip(cpu, &regs, 1)) {
+            return false;
+        }
         atomic_fetch_add(&hc_fired[HC_FWAIT], 1);
         return true;
     }
@@ -299,7 +388,11 @@ static bool complete(struct vcpu *cpu)
     }
     if (retried)
         atomic_fetch_sub(&hc_fired[HC_RETRY], 1);   /* it was not patched away after all */
-    return false;
+    /* Failed twice at the same RIP: no instruction there, or BOUND. */
+    int r = undefined_or_bound(cpu, &v, &regs);
+    if (r > 0)
+        atomic_fetch_add(&hc_fired[HC_UD], 1);
+    return r > 0;
 }
 
 static enum vcpu_verdict on_internal_error(struct vcpu *cpu, void *ctx)
@@ -310,10 +403,15 @@ static enum vcpu_verdict on_internal_error(struct vcpu *cpu, void *ctx)
     return VCPU_EXIT_PASS;
 }
 
+int hostcompat_install_completion(struct vm *vm)
+{
+    return vcpu_on_exit(vm, KVM_EXIT_INTERNAL_ERROR, on_internal_error, NULL);
+}
+
 int hostcompat_install(struct vm *vm)
 {
     arch_vm(vm)->hostcompat = true;
-    if (vcpu_on_exit(vm, KVM_EXIT_INTERNAL_ERROR, on_internal_error, NULL) < 0 ||
+    if (hostcompat_install_completion(vm) < 0 ||
         vcpu_on_hook(vm, VCPU_HOOK_PRE_RUN, before_run, NULL) < 0 ||
         debug_on_exit(vm, DEBUG_HOSTCOMPAT, on_debug, NULL) < 0 ||
         debug_on_step_off(vm, after_stepping, NULL) < 0)

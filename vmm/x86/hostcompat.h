@@ -39,6 +39,13 @@ const char *hostcompat_cmdline(void);
  */
 int hostcompat_install(struct vm *vm);
 
+/*
+ * Only the completion of what the host's emulator fails and a CPU runs
+ * (int3, int n, into, fwait, sysret), for any guest: a multiboot kernel's
+ * software interrupts on kvm_pvm.
+ */
+int hostcompat_install_completion(struct vm *vm);
+
 /* "vbts: host-compat: int3 emulated 3 times" on `f`, if any handler fired. */
 void hostcompat_summary(FILE *f);
 

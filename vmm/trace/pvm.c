@@ -394,26 +394,47 @@ static int pvm_stepping(struct trace_vcpu *t, bool on, struct debug_want *w)
     return 0;
 }
 
+/*
+ * The instruction after IRETQ runs in the IRETQ's step.  Into user mode,
+ * where it is SYSCALL or INT n, the host runs it wrongly there (#GP, a
+ * triple fault), where the monitor runs it when it has a step of its own
+ * (ustep.c): so the monitor runs that IRETQ itself, from its frame.
+ */
+static int iret_to_syscall(struct trace_vcpu *t, const struct cpu_view *v)
+{
+    struct branch_pred next;
+    const char *why;
+    const struct branch_pred *p = &t->pred;
+    if (!t->pred_valid || p->kind != VBTS_KIND_IRET || !p->to_user || !p->target_known ||
+        cpu_mode(v->sregs) != MODE_LONG64 || p->len != 2 ||
+        branch_predict_at(v, p->target, &next, &why) < 0 ||
+        (next.kind != VBTS_KIND_INT && next.mnemonic != ZYDIS_MNEMONIC_SYSCALL))
+        return 0;
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    struct kvm_sregs *s = &t->cpu->run->s.regs.sregs;
+    struct kvm_regs r0 = *r;
+    struct kvm_sregs s0 = *s;
+    if (after_iretq(v, NULL, r, s) < 0 || ioctl(t->cpu->fd, KVM_SET_SREGS, s) < 0 ||
+        ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0) {
+        *r = r0;
+        *s = s0;
+        return trace_desync(t, "trace stopped at 0x%llx: the IRET returns to a system call or software "
+                            "interrupt at 0x%llx, which this host (kvm_pvm) would run in the same step, "
+                            "and the monitor could not run the IRET itself", (unsigned long long)p->from,
+                            (unsigned long long)p->target);
+    }
+    window_emit_branch(t, p->from, cpu_linear_ip(r, s), p->kind, p->cpl);
+    return step_predict(t, false);
+}
+
 static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
 {
     (void)let_in;
     struct cpu_view v;
     trace_view(t, &v);
-    /*
-     * The instruction after IRETQ runs in the IRETQ's step; at CPL3 the host
-     * ends the guest with a triple fault on INT n there, where the monitor
-     * runs it itself when it has a step of its own (ustep.c).  (A SYSCALL
-     * there it runs, or raises #GP, which attribute_event stops at.)
-     */
-    struct branch_pred next;
-    const char *why;
-    if (t->pred_valid && t->pred.kind == VBTS_KIND_IRET && t->pred.to_user && t->pred.target_known &&
-        branch_predict_at(&v, t->pred.target, &next, &why) == 0 &&
-        next.kind == VBTS_KIND_INT)
-        return trace_desync(t, "trace stopped at 0x%llx: the IRET returns to a software interrupt at "
-                            "0x%llx, which this host (kvm_pvm) runs in the same step and does not "
-                            "deliver from user mode", (unsigned long long)t->pred.from,
-                            (unsigned long long)t->pred.target);
+    if (iret_to_syscall(t, &v) < 0)
+        return -1;
+    trace_view(t, &v);
     if (ustep_before_run(t) < 0)
         return -1;
     /* An IRETQ's frame as it is before the step (after_iret). */

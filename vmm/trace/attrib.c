@@ -14,6 +14,8 @@ bool attrib_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max,
         if (branch_predict_at(v, lin, &p, &why))
             return false;
         if (p.kind == VBTS_KIND_UNKNOWN) {
+            if (p.vector_hint >= 0)
+                return false;   /* it raises for sure (ud2): no straight line goes past it */
             lin += p.len;
             if (rip == lin)
                 return true;

@@ -356,6 +356,18 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
         /* INT n: its handler's first instruction may have run unseen (kvm_pvm). */
         if (p->kind == VBTS_KIND_INT && p->target_known)
             return settle_int(t, v, &before, rip);
+        /*
+         * A far JMP or CALL the monitor completed for the host (through a
+         * call gate, x86/hostcompat.c): its target's first instruction
+         * ran in the same step.
+         */
+        if (p->kind == VBTS_KIND_FAR && p->target_known && p->mnemonic != ZYDIS_MNEMONIC_RET &&
+            explain_skip(v, p->target, rip, true, &skip, &has_skip)) {
+            window_emit_branch(t, p->from, p->target, p->kind, p->cpl);
+            if (has_skip)
+                emit_skipped(t, &skip);
+            return 0;
+        }
         /* Otherwise a branch faulted itself (bad stack, bad selector, ...). */
         if (!p->target_known || (p->kind != VBTS_KIND_IRET && p->mnemonic != ZYDIS_MNEMONIC_SYSRET))
             return attribute_event(t, v, &before, p->from, p->cpl, p->vector_hint, false,
@@ -368,13 +380,14 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
          * (trace/ustep.c).
          */
         window_emit_branch(t, p->from, target, p->kind, p->cpl);
-        if (explain_skip(v, target, rip, true, &skip, &has_skip)) {
+        /* Straight-line code stays in user mode: back in the kernel, an event came. */
+        int cpl = p->to_user ? 3 : cpu_cpl(v->sregs);
+        if (cpu_cpl(v->sregs) == cpl && explain_skip(v, target, rip, true, &skip, &has_skip)) {
             if (has_skip)
                 emit_skipped(t, &skip);
             return 0;
         }
-        return attribute_event(t, v, NULL, target, cpu_cpl(v->sregs), -1, false,
-                               VBTS_KIND_EXCEPTION, rip);
+        return attribute_event(t, v, NULL, target, cpl, -1, false, VBTS_KIND_EXCEPTION, rip);
     }
     return settle_straight(t, v, &before, rip);
 }

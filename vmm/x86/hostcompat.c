@@ -25,12 +25,14 @@
 #include "x86/event.h"
 #include "x86/host.h"
 
-enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_FWAIT, HC_UD, HC_SYSCALL, HC_SYSRET, HC_RETRY, HC_HALT,
-       HC_COUNT };
-static const char *const hc_name[HC_COUNT] = { "int3", "int n", "into", "iretd", "fwait", "#UD or bound",
-                                               "syscall", "sysret", "patched-away retry", "stale HLT state" };
+enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_GATE, HC_FWAIT, HC_UD, HC_SYSCALL, HC_SYSRET, HC_RETRY,
+       HC_HALT, HC_COUNT };
+static const char *const hc_name[HC_COUNT] = { "int3", "int n", "into", "iretd", "far branch through a call gate",
+                                               "fwait", "#UD or bound", "syscall", "sysret",
+                                               "patched-away retry", "stale HLT state" };
 static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "emulated", "emulated",
-                                               "emulated", "completed", "emulated", "done", "cleared" };
+                                               "emulated", "emulated", "completed", "emulated", "done",
+                                               "cleared" };
 static atomic_ulong hc_fired[HC_COUNT];
 
 
@@ -311,6 +313,48 @@ static int undefined_or_bound(struct vcpu *cpu, const struct cpu_view *v, struct
     return skip(cpu, regs, in.length) ? 1 : -1;
 }
 
+/*
+ * A far JMP or CALL through memory to a 64-bit call gate, at CPL0 in
+ * 64-bit mode: CS and RIP from the gate; CALL pushes CS and the return
+ * address, 8 bytes each.  1: done; -1: that, and it failed; 0: not one.
+ */
+static int call_gate(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs *regs,
+                     struct kvm_sregs *sr)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint64_t lin = cpu_linear_ip(regs, sr), ea, off = 0, sel = 0;
+    if (cpu_mode(sr) != MODE_LONG64 || cpu_cpl(sr) != 0 || cpu_decode(v, lin, &in, ops, &why) < 0 ||
+        in.meta.branch_type != ZYDIS_BRANCH_TYPE_FAR || ops[0].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+        (in.mnemonic != ZYDIS_MNEMONIC_JMP && in.mnemonic != ZYDIS_MNEMONIC_CALL) ||
+        cpu_operand_address(v, &in, &ops[0], &ea) < 0 ||
+        cpu_read_linear(v, ea, &off, in.operand_width / 8) < 0 ||
+        cpu_read_linear(v, ea + in.operand_width / 8, &sel, 2) < 0)
+        return 0;
+    uint8_t g[16];
+    unsigned idx = (unsigned)sel & ~7u;
+    if ((sel & 4) || idx == 0 || idx + 15 > sr->gdt.limit || cpu_read_linear(v, sr->gdt.base + idx, g, 16) < 0 ||
+        g[5] != 0x8c || (g[13] & 0x1f) != 0)
+        return 0;                   /* not a present 64-bit call gate, DPL 0 */
+    struct kvm_segment cs;
+    if (deliver_segment(v->mem, sr, vbts_le16(g + 2), &cs, &why) < 0 || !cs.l || cs.dpl != 0)
+        return 0;
+    uint64_t target = vbts_le16(g) | (uint64_t)vbts_le16(g + 6) << 16 |
+                      (uint64_t)(g[8] | g[9] << 8 | g[10] << 16 | (uint32_t)g[11] << 24) << 32;
+    if (in.mnemonic == ZYDIS_MNEMONIC_CALL) {
+        uint64_t frame[2] = { regs->rip + in.length, sr->cs.selector }, fault;
+        struct gmem_paging pg;
+        cpu_paging(sr, &pg);
+        if (gmem_write_linear(v->mem, &pg, regs->rsp - 16, frame, sizeof(frame), &fault) != GMEM_OK)
+            return 0;
+        regs->rsp -= 16;
+    }
+    sr->cs = cs;
+    regs->rip = target;
+    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0 ? 1 : -1;
+}
+
 /* An emulation failure: true if the instruction was completed here. */
 static bool complete(struct vcpu *cpu)
 {
@@ -342,6 +386,12 @@ static bool complete(struct vcpu *cpu)
             return false;
         atomic_fetch_add(&hc_fired[HC_INTN], 1);
         return true;
+    }
+    int gate = call_gate(cpu, &v, &regs, &sr);
+    if (gate != 0) {
+        if (gate > 0)
+            atomic_fetch_add(&hc_fired[HC_GATE], 1);
+        return gate > 0;
     }
     if (n >= 1 && b[0] == 0xcf && cpu_mode(&sr) == MODE_PROT32) {
         if (!iretd(cpu, &regs, &sr))

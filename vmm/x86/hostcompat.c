@@ -28,7 +28,7 @@
 enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_GATE, HC_FWAIT, HC_UD, HC_SYSCALL, HC_SYSRET, HC_RETRY,
        HC_HALT, HC_COUNT };
 static const char *const hc_name[HC_COUNT] = { "int3", "int n", "into", "iretd", "far branch through a call gate",
-                                               "fwait", "#UD or bound", "syscall", "sysret",
+                                               "fwait", "#UD, #NM or bound", "syscall", "sysret",
                                                "patched-away retry", "stale HLT state" };
 static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "emulated", "emulated",
                                                "emulated", "emulated", "completed", "emulated", "done",
@@ -279,7 +279,8 @@ static bool iretd(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
 
 /*
  * Bytes that are no instruction in this mode, UD0 and UD1: #UD, as a CPU
- * raises it; BOUND: #BR if the index is outside its bounds, else nothing.
+ * raises it; an FPU or SIMD instruction with CR0.TS: #NM; BOUND: #BR if
+ * the index is outside its bounds, else nothing.
  * 1: done; -1: that, and it failed; 0: neither.
  */
 static int undefined_or_bound(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs *regs)
@@ -296,6 +297,14 @@ static int undefined_or_bound(struct vcpu *cpu, const struct cpu_view *v, struct
     }
     if (in.mnemonic == ZYDIS_MNEMONIC_UD0 || in.mnemonic == ZYDIS_MNEMONIC_UD1)
         return event_raise(cpu, &ud) < 0 ? -1 : 1;
+    /* x87 with CR0.EM or TS, MMX and SSE with TS: #NM before anything else. */
+    bool x87 = in.meta.isa_ext == ZYDIS_ISA_EXT_X87, simd = in.meta.isa_ext == ZYDIS_ISA_EXT_MMX ||
+               in.meta.isa_ext == ZYDIS_ISA_EXT_SSE || in.meta.isa_ext == ZYDIS_ISA_EXT_SSE2;
+    uint64_t cr0 = v->sregs->cr0;
+    if ((x87 && (cr0 & 0xc)) || (simd && (cr0 & 0x8) && !(cr0 & 0x4))) {
+        struct event nm = { .kind = EVENT_EXCEPTION, .vector = 7 };
+        return event_raise(cpu, &nm) < 0 ? -1 : 1;
+    }
     if (in.mnemonic != ZYDIS_MNEMONIC_BOUND || ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
         cpu_operand_address(v, &in, &ops[1], &ea) < 0)
         return 0;

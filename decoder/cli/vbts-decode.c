@@ -92,15 +92,19 @@ static void emit(const struct vbts_event *ev, enum format_kind kind)
  */
 static uint8_t cpu_state[65536];
 static int any_stop;
-static int desync_cpu = -1;  /* the first vCPU whose stop marker says desync */
+static int early_cpu = -1;   /* the first vCPU whose stop marker says the trace ended early */
+static unsigned early_reason;
 
 static void note_stop(const struct vbts_event *ev)
 {
     if (ev->is_marker && ev->qualifier == VBTS_MARK_STOP) {
         cpu_state[ev->cpu] = 2;
         any_stop = 1;
-        if (ev->aux == VBTS_STOP_DESYNC && desync_cpu < 0)
-            desync_cpu = ev->cpu;
+        if ((ev->aux == VBTS_STOP_DESYNC || ev->aux == VBTS_STOP_UNSUPPORTED || ev->aux == VBTS_STOP_ERROR) &&
+            early_cpu < 0) {
+            early_cpu = ev->cpu;
+            early_reason = ev->aux;
+        }
     } else if (!cpu_state[ev->cpu]) {
         cpu_state[ev->cpu] = 1;
     }
@@ -134,10 +138,12 @@ static int report_end(struct vbts_reader *r, const char *path, int rc, const cha
     } else if (rc == 0 && !out_err && incomplete()) {
         fprintf(stderr, "vbts-decode: %s: trace incomplete: no stop marker\n", path);
         status = 1;
-    } else if (rc == 0 && !out_err && desync_cpu >= 0) {
-        fprintf(stderr, "vbts-decode: %s: trace incomplete: vCPU %d stopped where the monitor lost its "
-                "step synchronisation (stop desync); what the guest ran after is not in the trace\n",
-                path, desync_cpu);
+    } else if (rc == 0 && !out_err && early_cpu >= 0) {
+        const char *where = early_reason == VBTS_STOP_DESYNC ? "the monitor lost its step synchronisation"
+                            : early_reason == VBTS_STOP_UNSUPPORTED ? "the host could not run the guest on"
+                            : "the monitor failed";
+        fprintf(stderr, "vbts-decode: %s: trace incomplete: vCPU %d stopped where %s (stop %s); what the "
+                "guest ran after is not in the trace\n", path, early_cpu, where, vbts_stop_reason_name(early_reason));
         status = 1;
     }
     return status;

@@ -78,9 +78,10 @@ want="vbts: writing trace $TMP/disk2/t.vbts: $FULL_MSG (the trace is incomplete)
 last=$(tail -n 1 "$TMP/d2.json")
 n=$(grep -vc '"kind":"\(start\|stop\|ctx\)' "$TMP/d2.json")
 if [ "$st" = 125 ] && [ "$(cat "$TMP/disk2.err")" = "$want" ] && [ "$secs" -lt 30 ] &&
-   [ $sdec = 0 ] && [[ $last == *'"kind":"stop"'* ]] && ! grep -q '"kind":"lost"' "$TMP/d2.json" &&
+   [ $sdec = 1 ] && grep -q "trace incomplete: vCPU 0 stopped where the monitor failed (stop error)" "$TMP/d2.derr" &&
+   [[ $last == *'"kind":"stop"'* ]] && ! grep -q '"kind":"lost"' "$TMP/d2.json" &&
    [ "$n" -ge 4000 ] && [[ $last == *'"reason":"error"'* ]]; then
-    ok "a full disk while a socket streams: status 125, one line; the client's trace is whole ($n branches, no loss)"
+    ok "a full disk while a socket streams: status 125, one line; the client's trace is whole ($n branches, no loss), and ends early (stop error)"
 else
     not_ok "full disk with a socket (status $st, ${secs}s, client decode $sdec, $n records)"
     diag_file "$TMP/disk2.err"; diag_file "$TMP/d2.derr"; diag "last: $last"

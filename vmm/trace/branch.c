@@ -60,70 +60,6 @@ static int read_stack(const struct cpu_view *v, unsigned i, unsigned bytes, uint
     return read_uint(v, cpu_stack_base(v->sregs) + sp, bytes, val);
 }
 
-/*
- * Where a far JMP or CALL to sel:off goes, from the descriptor the selector
- * names: a code segment (its base + off) or a call gate (the gate's
- * target).  0: *target; 1: the branch raises *vector before it is taken
- * (a null or out-of-table selector, a data or system segment: #GP; not
- * present: #NP); -1: not known (an LDT, a task switch, unreadable tables).
- * Privilege checks are left out: where they fail, the step shows it.
- */
-static int far_destination(const struct cpu_view *v, uint16_t sel, uint64_t off, uint64_t *target,
-                           int *vector)
-{
-    const struct kvm_sregs *s = v->sregs;
-    if (cpu_mode(s) == MODE_REAL16) {
-        *target = ((uint64_t)sel << 4) + (off & 0xffff);
-        return 0;
-    }
-    if (sel & 4)
-        return -1;
-    uint32_t idx = sel & ~7u;
-    if (idx == 0 || idx + 7 > s->gdt.limit) {
-        *vector = 13;
-        return 1;
-    }
-    uint8_t d[16];
-    bool long_mode = s->efer & EFER_LMA;
-    if (cpu_read_linear(v, s->gdt.base + idx, d, 8))
-        return -1;
-    if (d[5] & 0x10) {                          /* code or data */
-        if (!(d[5] & 0x08)) {
-            *vector = 13;
-            return 1;
-        }
-        if (!(d[5] & 0x80)) {
-            *vector = 11;
-            return 1;
-        }
-        uint64_t base = (long_mode && (d[6] & 0x20)) ? 0
-                        : (vbts_le16(d + 2) | (uint32_t)d[4] << 16 | (uint32_t)d[7] << 24);
-        *target = base + off;
-        return 0;
-    }
-    if ((d[5] & 0x0f) != 0x0c) {                /* a TSS or task gate: not followed here */
-        unsigned type = d[5] & 0x0f;
-        if (type == 0x5 || type == 0x9 || type == 0x1 || type == 0xb || type == 0x3)
-            return -1;
-        *vector = 13;
-        return 1;
-    }
-    if (!(d[5] & 0x80)) {
-        *vector = 11;
-        return 1;
-    }
-    uint64_t goff = vbts_le16(d) | (uint32_t)vbts_le16(d + 6) << 16, base;
-    if (long_mode) {
-        if (idx + 15 > s->gdt.limit || cpu_read_linear(v, s->gdt.base + idx + 8, d + 8, 8))
-            return -1;
-        goff |= (uint64_t)(d[8] | d[9] << 8 | d[10] << 16 | (uint32_t)d[11] << 24) << 32;
-    }
-    if (cpu_selector_base(v, vbts_le16(d + 2), &base))
-        return -1;
-    *target = base + goff;
-    return 0;
-}
-
 /* Target of an indirect near jmp/call, read from its operand. */
 static int indirect_target(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                            const ZydisDecodedOperand *op, uint64_t *target)
@@ -155,7 +91,7 @@ static int far_pointer(const struct cpu_view *v, const ZydisDecodedInstruction *
     if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_operand_address(v, in, op, &ea) < 0 ||
         read_uint(v, ea, off_bytes, &off) || read_uint(v, ea + off_bytes, 2, &sel))
         return -1;
-    return far_destination(v, (uint16_t)sel, off, target, vector);
+    return cpu_far_destination(v, (uint16_t)sel, off, target, vector);
 }
 
 static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
@@ -240,7 +176,7 @@ static void far_target(const struct cpu_view *v, const ZydisDecodedInstruction *
 {
     int r, vector = -1;
     if (ops[0].type == ZYDIS_OPERAND_TYPE_POINTER)
-        r = far_destination(v, ops[0].ptr.segment, ops[0].ptr.offset, &p->target, &vector);
+        r = cpu_far_destination(v, ops[0].ptr.segment, ops[0].ptr.offset, &p->target, &vector);
     else
         r = far_pointer(v, in, &ops[0], &p->target, &vector);
     p->target_known = r == 0;

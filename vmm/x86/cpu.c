@@ -198,6 +198,62 @@ int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler
     return 0;
 }
 
+int cpu_far_destination(const struct cpu_view *v, uint16_t sel, uint64_t off, uint64_t *target,
+                        int *vector)
+{
+    const struct kvm_sregs *s = v->sregs;
+    if (cpu_mode(s) == MODE_REAL16) {
+        *target = ((uint64_t)sel << 4) + (off & 0xffff);
+        return 0;
+    }
+    if (sel & 4)
+        return -1;
+    uint32_t idx = sel & ~7u;
+    if (idx == 0 || idx + 7 > s->gdt.limit) {
+        *vector = 13;
+        return 1;
+    }
+    uint8_t d[16];
+    bool long_mode = s->efer & EFER_LMA;
+    if (cpu_read_linear(v, s->gdt.base + idx, d, 8))
+        return -1;
+    if (d[5] & 0x10) {                          /* code or data */
+        if (!(d[5] & 0x08)) {
+            *vector = 13;
+            return 1;
+        }
+        if (!(d[5] & 0x80)) {
+            *vector = 11;
+            return 1;
+        }
+        uint64_t base = (long_mode && (d[6] & 0x20)) ? 0
+                        : (vbts_le16(d + 2) | (uint32_t)d[4] << 16 | (uint32_t)d[7] << 24);
+        *target = base + off;
+        return 0;
+    }
+    if ((d[5] & 0x0f) != 0x0c) {                /* a TSS or task gate: not followed here */
+        unsigned type = d[5] & 0x0f;
+        if (type == 0x5 || type == 0x9 || type == 0x1 || type == 0xb || type == 0x3)
+            return -1;
+        *vector = 13;
+        return 1;
+    }
+    if (!(d[5] & 0x80)) {
+        *vector = 11;
+        return 1;
+    }
+    uint64_t goff = vbts_le16(d) | (uint32_t)vbts_le16(d + 6) << 16, base;
+    if (long_mode) {
+        if (idx + 15 > s->gdt.limit || cpu_read_linear(v, s->gdt.base + idx + 8, d + 8, 8))
+            return -1;
+        goff |= (uint64_t)(d[8] | d[9] << 8 | d[10] << 16 | (uint32_t)d[11] << 24) << 32;
+    }
+    if (cpu_selector_base(v, vbts_le16(d + 2), &base))
+        return -1;
+    *target = base + goff;
+    return 0;
+}
+
 int cpu_idt_gate_dpl(const struct cpu_view *v, unsigned vector)
 {
     const struct kvm_sregs *s = v->sregs;

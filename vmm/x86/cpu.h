@@ -100,6 +100,16 @@ int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction 
 int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base);
 /* Linear address of the handler for `vector` from the guest's IDT, or -1. */
 int cpu_idt_handler(const struct cpu_view *v, unsigned vector, uint64_t *handler);
+/*
+ * Where a far JMP or CALL to sel:off goes, from the descriptor the selector
+ * names: a code segment (its base + off) or a call gate (the gate's
+ * target).  0: *target; 1: the branch raises *vector before it is taken
+ * (a null or out-of-table selector, a data or system segment: #GP; not
+ * present: #NP), with the selector as its error code; -1: not known (an
+ * LDT, a task switch, unreadable tables).  Privilege checks are left out.
+ */
+int cpu_far_destination(const struct cpu_view *v, uint16_t sel, uint64_t off, uint64_t *target,
+                        int *vector);
 /* The privilege level a gate lets INT n in from (its DPL), or -1 (none, not present, real mode). */
 int cpu_idt_gate_dpl(const struct cpu_view *v, unsigned vector);
 

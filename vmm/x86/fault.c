@@ -314,6 +314,29 @@ int fault_segment_load(const struct cpu_view *v, const ZydisDecodedInstruction *
     return present ? -1 : 11;
 }
 
+/* A far JMP or CALL whose selector faults for sure (cpu_far_destination): the vector, or -1. */
+static int far_branch_fault(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                            const ZydisDecodedOperand *ops, unsigned *error)
+{
+    uint64_t off = 0, sel = 0, ea, target;
+    int vector = -1;
+    if (in->meta.branch_type != ZYDIS_BRANCH_TYPE_FAR ||
+        (in->mnemonic != ZYDIS_MNEMONIC_JMP && in->mnemonic != ZYDIS_MNEMONIC_CALL))
+        return -1;
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
+        off = ops[0].ptr.offset;
+        sel = ops[0].ptr.segment;
+    } else if (ops[0].type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_operand_address(v, in, &ops[0], &ea) < 0 ||
+               cpu_read_linear(v, ea, &off, in->operand_width / 8) < 0 ||
+               cpu_read_linear(v, ea + in->operand_width / 8, &sel, 2) < 0) {
+        return -1;
+    }
+    if (cpu_far_destination(v, (uint16_t)sel, off, &target, &vector) != 1)
+        return -1;
+    *error = (unsigned)sel & 0xfffc;
+    return vector;
+}
+
 /* Software interrupts and the exceptions an opcode itself raises. */
 static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *ops, struct delivery *d)
@@ -383,6 +406,8 @@ static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction 
     }
     unsigned err;
     int vec = fault_segment_load(v, in, ops, &err);
+    if (vec < 0)
+        vec = far_branch_fault(v, in, ops, &err);
     if (vec >= 0) {
         set_fault(d, (unsigned)vec, true, err);
         return FAULTS;

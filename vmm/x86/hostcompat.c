@@ -364,6 +364,19 @@ static int call_gate(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs
     return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0 ? 1 : -1;
 }
 
+/* fwait: #NM with CR0.TS and MP, else #MF for a pending unmasked x87 exception (FSW.ES, CR0.NE), else nothing. */
+static bool fwait(struct vcpu *cpu, struct kvm_regs *regs, const struct kvm_sregs *sr)
+{
+    struct kvm_fpu fpu;
+    if (ioctl(cpu->fd, KVM_GET_FPU, &fpu) < 0)
+        return false;
+    bool nm = (sr->cr0 & 0xa) == 0xa, mf = (fpu.fsw & 0x80) && (sr->cr0 & (1u << 5));
+    if (!nm && !mf)
+        return skip(cpu, regs, 1);
+    struct event ev = { .kind = EVENT_EXCEPTION, .vector = nm ? 7 : 16 };
+    return event_raise(cpu, &ev) == 0;
+}
+
 /* An emulation failure: true if the instruction was completed here. */
 static bool complete(struct vcpu *cpu)
 {
@@ -416,21 +429,8 @@ static bool complete(struct vcpu *cpu)
         return true;
     }
     if (n >= 1 && b[0] == 0x9b) {
-        /*
-         * fwait: #NM with CR0.TS and MP, else #MF for a pending unmasked x87
-         * exception (FSW.ES, CR0.NE), else nothing.
-         */
-        struct kvm_fpu fpu;
-        if (ioctl(cpu->fd, KVM_GET_FPU, &fpu) < 0)
+        if (!fwait(cpu, &regs, &sr))
             return false;
-        bool nm = (sr.cr0 & 0xa) == 0xa, mf = (fpu.fsw & 0x80) && (sr.cr0 & (1u << 5));
-        if (nm || mf) {
-            struct event ev = { .kind = EVENT_EXCEPTION, .vector = nm ? 7 : 16 };
-            if (event_raise(cpu, &ev) < 0)
-                return false;
-        } else if (!skip(cpu, &regs, 1)) {
-            return false;
-        }
         atomic_fetch_add(&hc_fired[HC_FWAIT], 1);
         return true;
     }

@@ -193,7 +193,39 @@ Test(fault, segment_loads_and_bad_encodings)
     cr_assert_eq(d.vector, 6, "a lock prefix the instruction cannot take");
     cr_assert_eq(may_raise(), V(14) | V(6) | V(13));
     code((uint8_t[]){ 0xff, 0x2c, 0x25, 0x00, 0x00, 0x03, 0x00 }, 7);      /* jmp far [0x30000] */
-    cr_assert_eq(predict(&d), FAULT_UNKNOWN, "a far transfer's selector decides");
+    vbts_put16(gmem_ptr(&mem, 0x30004, 2), 0x08);       /* 64-bit code */
+    cr_assert_eq(predict(&d), FAULT_UNKNOWN, "a far transfer to a code segment: its privilege decides");
+    vbts_put16(gmem_ptr(&mem, 0x30004, 2), 0);
+    cr_assert_eq(predict(&d), FAULT_YES, "a null selector");
+    cr_assert(d.vector == 13 && d.has_error && d.error == 0, "#GP(0)");
+    vbts_put16(gmem_ptr(&mem, 0x30004, 2), 0x80);
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert(d.vector == 13 && d.error == 0x80, "beyond the GDT: #GP(selector)");
+    vbts_put16(gmem_ptr(&mem, 0x30004, 2), 0x10);
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert(d.vector == 13 && d.error == 0x10, "a data segment: #GP(selector)");
+}
+
+Test(fault, segment_loads_the_descriptor_decides)
+{
+    struct delivery d;
+    code((uint8_t[]){ 0x8e, 0xd8 }, 2);                 /* mov ds, ax */
+    regs.rax = 0x80;
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert(d.vector == 13 && d.error == 0x80, "beyond the GDT: #GP(selector)");
+    regs.rax = 0x30;
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert(d.vector == 13 && d.error == 0x30, "a system descriptor (the TSS): #GP(selector)");
+    regs.rax = 0x08;
+    cr_assert_eq(predict(&d), FAULT_UNKNOWN, "readable code loads into DS");
+    code((uint8_t[]){ 0x8e, 0xd0 }, 2);                 /* mov ss, ax */
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert(d.vector == 13 && d.error == 0x08, "SS takes writable data only");
+    regs.rax = 0x18;
+    cr_assert_eq(predict(&d), FAULT_YES);
+    cr_assert(d.vector == 13 && d.error == 0x18, "SS: DPL 3 data at CPL0");
+    regs.rax = 0x10;
+    cr_assert_eq(predict(&d), FAULT_UNKNOWN, "writable data at its privilege");
 }
 
 Test(fault, what_a_plain_instruction_may_raise)

@@ -417,6 +417,12 @@ static int tf_stepping(struct trace_vcpu *t, bool on, struct debug_want *w)
     return 0;
 }
 
+static bool is_pushf(unsigned mnemonic)
+{
+    return mnemonic == ZYDIS_MNEMONIC_PUSHF || mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
+           mnemonic == ZYDIS_MNEMONIC_PUSHFQ;
+}
+
 /* TF is the monitor's: clear it where PUSHF, SYSCALL (and vbts for SYSRET) let the guest see it. */
 static int clear_tf_leaks(struct trace_vcpu *t, unsigned mnemonic)
 {
@@ -429,8 +435,7 @@ static int clear_tf_leaks(struct trace_vcpu *t, unsigned mnemonic)
         if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
             return error_fail_errno("KVM_SET_REGS");
     }
-    if (mnemonic == ZYDIS_MNEMONIC_PUSHF || mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
-        mnemonic == ZYDIS_MNEMONIC_PUSHFQ) {
+    if (is_pushf(mnemonic)) {
         struct gmem_paging pg;
         cpu_paging(s, &pg);
         uint64_t top = cpu_stack_base(s) + r->rsp, fault;
@@ -506,9 +511,7 @@ static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t ri
      * EFLAGS goes, over what may be an old frame's return address: that
      * is its image (cleared in after()), not a delivery.
      */
-    bool pushf = p->mnemonic == ZYDIS_MNEMONIC_PUSHF || p->mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
-                 p->mnemonic == ZYDIS_MNEMONIC_PUSHFQ;
-    if (!(pushf && rip == p->from + p->len) && deliver_seen(v->mem, &b))
+    if (!(is_pushf(p->mnemonic) && rip == p->from + p->len) && deliver_seen(v->mem, &b))
         return trace_desync(t, "trace stopped at 0x%llx: an exception came there that vbts neither "
                             "foresaw nor caught at its handler, and this host (%s) ran the handler "
                             "without single-steps (the vCPU is at 0x%llx now); the trace ends here "

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/vm.h"
+#include "trace/attrib.h"
 #include "trace/branch.h"
 #include "trace/stretch.h"
 #include "trace/trace.h"
@@ -65,8 +66,8 @@ struct pvm_state {
     uint64_t iret_at;           /* ...in this byte */
     uint8_t iret_byte;          /* ...which held this */
     bool r11_tf;                /* TF set in R11 for a SYSRET */
-    bool frame_valid;           /* the IRETQ stepped: its frame before the step */
-    uint64_t frame[5];
+    unsigned frames;            /* the IRET stepped and the IRETs it returns to: */
+    uint64_t frame[ATTRIB_SKIP_MAX][5];     /* their frames as they were before the step */
 };
 
 /* Stock KVM's (tf.c). */

@@ -187,9 +187,10 @@ static int after_iretd(const struct cpu_view *v, const uint64_t *frame, struct k
  * its own, and after one more IRETQ the next as well (`iretq; iretq; jmp`
  * runs in one step).  Each is read with the registers it saw: those before
  * the step, as IRETQ leaves the general ones and its frame gives the rest,
- * so that indirect targets are exact, never taken on trust.  The first
- * IRETQ's frame is the one read before the step: an event at the end of
- * it (a user-mode step's #DB) may have pushed its own frame over it.
+ * so that indirect targets are exact, never taken on trust.  The frames
+ * are the ones read before the step (iret_chain): the step's end may have
+ * pushed a frame of its own over them (a user-mode step's #DB; the last
+ * frame of a chain lies just below where the chain leaves the stack).
  */
 static int after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
@@ -199,7 +200,7 @@ static int after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     struct branch_pred p = t->pred;
     const char *why;
     for (int n = 0; n < ATTRIB_SKIP_MAX; n++) {
-        const uint64_t *frame = n == 0 && t->pvm.frame_valid ? t->pvm.frame : NULL;
+        const uint64_t *frame = (unsigned)n < t->pvm.frames ? t->pvm.frame[n] : NULL;
         bool q = cpu_mode(&s) == MODE_LONG64 && p.len == 2, d = cpu_mode(&s) == MODE_PROT32 && p.len == 1;
         if (!(q || d) || (q ? after_iretq(&sim, frame, &r, &s) : after_iretd(&sim, frame, &r, &s)) < 0)
             return trace_desync(t, "trace lost step synchronisation: the IRET at 0x%llx ran without a "
@@ -395,7 +396,7 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 static int pvm_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     int r = settle(t, v, rip);
-    t->pvm.frame_valid = false;
+    t->pvm.frames = 0;
     return r;
 }
 
@@ -440,6 +441,30 @@ static int iret_to_syscall(struct trace_vcpu *t, const struct cpu_view *v)
     return step_predict(t, false);
 }
 
+/*
+ * The frames of the IRET about to be stepped and of the IRETs it returns
+ * to, up to ATTRIB_SKIP_MAX, as memory holds them before the step.
+ */
+static unsigned iret_chain(const struct cpu_view *v, struct branch_pred p, uint64_t (*frame)[5])
+{
+    struct kvm_regs r = *v->regs;
+    struct kvm_sregs s = *v->sregs;
+    struct cpu_view sim = { v->mem, &r, &s };
+    const char *why;
+    unsigned n = 0;
+    while (n < ATTRIB_SKIP_MAX && p.kind == VBTS_KIND_IRET) {
+        bool q = cpu_mode(&s) == MODE_LONG64 && p.len == 2, d = cpu_mode(&s) == MODE_PROT32 && p.len == 1;
+        uint64_t at = cpu_stack_base(&s) + (q ? r.rsp : (uint32_t)r.rsp);
+        if (!(q || d) || cpu_read_linear(&sim, at, frame[n], q ? 40 : 12) < 0)
+            break;
+        n++;
+        if ((q ? after_iretq(&sim, frame[n - 1], &r, &s) : after_iretd(&sim, frame[n - 1], &r, &s)) < 0 ||
+            branch_predict(&sim, &p, &why) < 0)
+            break;
+    }
+    return n;
+}
+
 static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
 {
     (void)let_in;
@@ -450,10 +475,7 @@ static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
     trace_view(t, &v);
     if (ustep_before_run(t) < 0)
         return -1;
-    /* An IRETQ's frame as it is before the step (after_iret). */
-    t->pvm.frame_valid = t->pred_valid && t->pred.kind == VBTS_KIND_IRET &&
-                         cpu_read_linear(&v, cpu_stack_base(v.sregs) + v.regs->rsp, t->pvm.frame,
-                                         sizeof(t->pvm.frame)) == 0;
+    t->pvm.frames = t->pred_valid && t->pred.kind == VBTS_KIND_IRET ? iret_chain(&v, t->pred, t->pvm.frame) : 0;
     return 0;
 }
 

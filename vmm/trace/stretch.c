@@ -67,26 +67,81 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
     return false;
 }
 
+/* Does an instruction before this one in the stretch write r (any part of it)? */
+static bool written(const struct stretch *s, ZydisRegister r)
+{
+    if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
+        return false;
+    int id = ZydisRegisterGetId(ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r));
+    return id >= 0 && id < 32 && (s->written >> id) & 1;
+}
+
 /*
- * The instruction writes into the IDT: the handlers watched for the rest
+ * The instruction writes (or may write) into the IDT: the handlers watched for the rest
  * of the stretch were read from it before (a guest that sets a gate and
  * then faults through it).
  */
-static bool writes_idt(const struct cpu_view *v, const ZydisDecodedInstruction *in,
-                       const ZydisDecodedOperand *ops)
+static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, const struct stretch *s)
 {
     uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
+    /* Its operands as it computes them: its own RIP; registers the stretch wrote before it are not known. */
+    struct kvm_regs r = *v->regs;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    r.rip = lin - s->cs_base;
     for (unsigned i = 0; i < in->operand_count; i++) {
-        uint64_t ea;
+        uint64_t ea, slack = 0;
         if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
             !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
             continue;
-        if (cpu_operand_address(v, in, &ops[i], &ea) < 0)
+        if (written(s, ops[i].mem.index))
             return true;
-        if (ea <= end && ea + ops[i].size / 8 > base)
+        bool sp = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].mem.base) ==
+                  ZYDIS_REGISTER_RSP;
+        if (written(s, ops[i].mem.base)) {
+            if (!sp || s->sp_span == ~0ull)
+                return true;
+            slack = s->sp_span;
+        }
+        /* A push's or call's store (Zydis gives [rsp]) lands below RSP. */
+        if (sp && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN)
+            slack += ops[i].size / 8;
+        if (cpu_operand_address(&at, in, &ops[i], &ea) < 0)
+            return true;
+        if (ea <= end + slack && ea + ops[i].size / 8 + slack > base)
             return true;
     }
     return false;
+}
+
+/* What the instruction, now in the stretch, leaves unknown to the ones after it. */
+static void note_writes(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, struct stretch *s)
+{
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        ZydisRegister r = ops[i].reg.value;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
+            ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
+            continue;
+        ZydisRegister big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+        int id = ZydisRegisterGetId(big);
+        if (id >= 0 && id < 32)
+            s->written |= 1u << id;
+        if (big != ZYDIS_REGISTER_RSP || s->sp_span == ~0ull)
+            continue;
+        /* A push, pop, call moves it by its width: where it points stays within reach. */
+        switch (in->mnemonic) {
+        case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_CALL:
+        case ZYDIS_MNEMONIC_PUSHF: case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
+        case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD: case ZYDIS_MNEMONIC_POPFQ:
+            if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN) {
+                s->sp_span += 8;
+                break;
+            }
+            /* fall through */
+        default:
+            s->sp_span = ~0ull;
+        }
+    }
 }
 
 /*
@@ -97,9 +152,9 @@ static bool writes_idt(const struct cpu_view *v, const ZydisDecodedInstruction *
  * that happens is seen at the next exit, which ends the trace there.
  */
 static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                       const ZydisDecodedOperand *ops)
+                       const ZydisDecodedOperand *ops, const struct stretch *s)
 {
-    if (cuts(in, ops) || writes_idt(v, in, ops))
+    if (cuts(in, ops) || writes_idt(v, lin, in, ops, s))
         return STRETCH_CUT;
     return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
 }
@@ -154,7 +209,7 @@ static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64
     if (p.kind != VBTS_KIND_UNKNOWN &&
         (s->nins == 0 || !((p.kind == VBTS_KIND_JMP || p.kind == VBTS_KIND_CALL) && p.target_known)))
         return false;
-    uint32_t m = raises(v, lin, &in, ops);
+    uint32_t m = raises(v, lin, &in, ops, s);
     int nh = s->nh;
     uint32_t vectors[STRETCH_MAX_HANDLERS];
     memcpy(vectors, s->vectors, sizeof(vectors));
@@ -165,6 +220,7 @@ static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64
     }
     s->ins[s->nins] = lin;
     s->recs_before[s->nins++] = (uint8_t)s->nrec;
+    note_writes(&in, ops, s);
     if (p.kind != VBTS_KIND_UNKNOWN) {
         s->rec[s->nrec++] = (struct stretch_rec){ lin, p.target, p.kind };
         *next = p.target;

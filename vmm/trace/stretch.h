@@ -40,6 +40,8 @@ struct stretch {
     int nh;
     uint64_t handler[STRETCH_MAX_HANDLERS]; /* distinct handler entries, their breakpoints */
     uint32_t vectors[STRETCH_MAX_HANDLERS]; /* the vectors (bits 0..31) each serves */
+    uint32_t written;                       /* general registers (bit per id) its instructions write */
+    uint64_t sp_span;                       /* how far pushes, pops, calls may have moved RSP (~0: unknown) */
 };
 
 /*

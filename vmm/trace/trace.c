@@ -230,6 +230,18 @@ static void on_event(struct vcpu *cpu, const struct event *ev, void *ctx)
     struct trace_vcpu *t = of(ctx, cpu);
     if (!t->stepping)
         return;
+    if (ev->kind == EVENT_COMPLETED) {
+        /*
+         * Its step ends here, as a CPU's would: stepped on, the host would
+         * run the next instruction in the same step.  A stretch in flight
+         * runs on past it.
+         */
+        if (!t->leap.flight && t->pred_valid) {
+            t->steps++;
+            step_complete(t);
+        }
+        return;
+    }
     if (t->leap.flight) {
         struct cpu_view v;
         trace_view(t, &v);

@@ -212,8 +212,16 @@ static void tell(struct vcpu *cpu, const struct event *ev)
         a->observer[i].fn(cpu, ev, a->observer[i].ctx);
 }
 
+void event_completed(struct vcpu *cpu)
+{
+    struct event ev = { .kind = EVENT_COMPLETED };
+    tell(cpu, &ev);
+}
+
 int event_raise(struct vcpu *cpu, const struct event *ev)
 {
+    if (ev->kind == EVENT_COMPLETED)
+        return error_fail("event_raise: nothing to raise");
     if (event_is_soft(cpu)) {
         struct delivery d;
         struct event done = *ev;
@@ -244,6 +252,8 @@ int event_raise(struct vcpu *cpu, const struct event *ev)
     case EVENT_NMI:
         if (ioctl(cpu->fd, KVM_NMI) < 0)
             r = error_fail_errno("KVM_NMI");
+        break;
+    case EVENT_COMPLETED:       /* refused above */
         break;
     }
     if (r < 0)

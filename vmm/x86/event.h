@@ -18,6 +18,7 @@ enum event_kind {
     EVENT_INTERRUPT,            /* external, from the monitor's APIC (KVM_INTERRUPT) */
     EVENT_NMI,
     EVENT_SOFT_INT,             /* int3/int n completed: RIP moves past insn_len first */
+    EVENT_COMPLETED,            /* none: the monitor completed the instruction (event_completed) */
 };
 
 struct event {
@@ -73,6 +74,13 @@ int event_syscall(struct vcpu *cpu, uint8_t insn_len, uint64_t *to);
 int event_take_pending(struct vcpu *cpu, struct delivery *d);
 
 int event_observe(struct vm *vm, event_observer_fn fn, void *ctx);
+/*
+ * The monitor completed the instruction at the vCPU's RIP for the host,
+ * raising nothing: its state is set, in the exit's registers too.
+ * Observers see an EVENT_COMPLETED: what the CPU would show as the end of
+ * a step (the next KVM_RUN runs the next instruction).
+ */
+void event_completed(struct vcpu *cpu);
 /* -1 (error set) if KVM refused it or an event is already being delivered. */
 int event_raise(struct vcpu *cpu, const struct event *ev);
 

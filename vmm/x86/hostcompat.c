@@ -201,6 +201,24 @@ static void after_stepping(struct vcpu *cpu, void *ctx)
         atomic_fetch_add(&hc_fired[HC_HALT], 1);
 }
 
+/*
+ * The instruction is complete: its state to KVM, and to the registers the
+ * exit reported (which the trace engine reads), and observers learn that
+ * it ran (a step ends here: the next KVM_RUN runs the next instruction).
+ */
+static bool finish(struct vcpu *cpu, const struct kvm_regs *regs, const struct kvm_sregs *sr)
+{
+    struct kvm_run *run = cpu->run;
+    if ((sr && ioctl(cpu->fd, KVM_SET_SREGS, sr) < 0) || ioctl(cpu->fd, KVM_SET_REGS, regs) < 0)
+        return false;
+    if (run->kvm_valid_regs & KVM_SYNC_X86_REGS)
+        run->s.regs.regs = *regs;
+    if (sr && (run->kvm_valid_regs & KVM_SYNC_X86_SREGS))
+        run->s.regs.sregs = *sr;
+    event_completed(cpu);
+    return true;
+}
+
 /* SYSRETQ (48 0f 07): the host's emulator has none. */
 static bool sysret(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
 {
@@ -212,7 +230,7 @@ static bool sysret(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr
     cpu_flat64_segment(&sr->ss, (base + 8) | 3, false, 3);
     regs->rip = regs->rcx;
     regs->rflags = (regs->r11 & 0x3c7fd7) | 2;
-    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+    return finish(cpu, regs, sr);
 }
 
 const char *hostcompat_cmdline(void)
@@ -249,7 +267,7 @@ static bool soft_interrupt(struct vcpu *cpu, unsigned len, unsigned vector)
 static bool skip(struct vcpu *cpu, struct kvm_regs *regs, unsigned len)
 {
     regs->rip += len;
-    return ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+    return finish(cpu, regs, NULL);
 }
 
 /*
@@ -275,7 +293,7 @@ static bool iretd(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
     regs->rip = f[0];
     regs->rflags = (((uint32_t)regs->rflags & keep) | (f[2] & ~keep & 0x257fd5)) | 2;
     regs->rsp = (uint32_t)(regs->rsp + 12);
-    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0;
+    return finish(cpu, regs, sr);
 }
 
 /*
@@ -362,7 +380,7 @@ static int call_gate(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs
     }
     sr->cs = cs;
     regs->rip = target;
-    return ioctl(cpu->fd, KVM_SET_SREGS, sr) == 0 && ioctl(cpu->fd, KVM_SET_REGS, regs) == 0 ? 1 : -1;
+    return finish(cpu, regs, sr) ? 1 : -1;
 }
 
 /* fwait: #NM with CR0.TS and MP, else #MF for a pending unmasked x87 exception (FSW.ES, CR0.NE), else nothing. */

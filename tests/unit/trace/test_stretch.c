@@ -173,3 +173,38 @@ Test(stretch, what_may_fault_or_is_not_a_near_branch_runs_on_the_vcpu)
     p = pred();
     cr_assert_not(stretch_take(&view, &p, &r));
 }
+
+/*
+ * A store into the IDT ends the stretch before it (the gates watched were
+ * read before it), where the stretch's later instructions compute its
+ * address: RIP-relative from their own RIP, and not at all from a register
+ * an earlier one wrote (found by a generated program: `mov [rel idt], ax`
+ * after a few instructions, then a #DE through the new gate).
+ */
+Test(stretch, ends_before_a_store_that_may_reach_the_idt)
+{
+    gates();
+    /* 0x10000: nop; nop; nop; mov [rip + (0x8000 - 0x10009)], ax; nop */
+    static const uint8_t rel[] = { 0x90, 0x90, 0x90, 0x66, 0x89, 0x05, 0xf7, 0x7f, 0xff, 0xff, 0x90, 0x90 };
+    code(rel, sizeof(rel));
+    *(uint8_t *)gmem_ptr(&mem, 0x1000c, 1) = 0xc3;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.nins, 3, "it ends at the store into the IDT, three instructions on");
+    /* mov rbx, rcx; mov [rbx], eax: rbx is not known there, so neither is where it stores */
+    static const uint8_t reg[] = { 0x48, 0x89, 0xcb, 0x89, 0x03, 0x90, 0xc3 };
+    code(reg, sizeof(reg));
+    regs.rbx = 0x20000;
+    regs.rcx = 0x8000;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.nins, 1, "it ends at the store through a register written before it");
+    /* push rax; push rax; mov [rsp], eax: the stack, 16 bytes from where it was, far from the IDT */
+    static const uint8_t sp[] = { 0x50, 0x50, 0x89, 0x04, 0x24, 0x90, 0xc3 };
+    code(sp, sizeof(sp));
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.nins, 4, "pushes keep the stack within reach");
+    regs.rsp = 0x8000 + 16 * 256 + 8;           /* 8 bytes past the IDT */
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.nins, 1, "the second push stores into the IDT");
+    regs.rsp = 0x8000 + 16 * 256;
+    cr_assert_eq(stretch_plan(&view, 4, NULL, &s), false, "the first push does");
+}

@@ -2,14 +2,15 @@
 ; branches32.asm: near and far branches in 32-bit protected mode.
 ;
 ; No paging, no long mode, no IDT: multiboot's entry, then the near and far
-; branches of the 32-bit instruction set, then debug-exit 0.  Left out:
-; int n / int3, and iretd in (legacy) protected mode: the KVM of the
-; development host (kvm_pvm, which emulates CPL0 code) fails on them with an
-; emulation error (see guest-stub/README.md).  The expected BTS records are
-; stated by the `@bts` comments (syntax: guest-stub/README.md), in execution
-; order; a not-taken conditional branch has none.  Code skipped by a taken
-; branch is `ud2`, which ends the guest (no IDT) should a branch misbehave;
-; the self-checks jump to `fail` (debug-exit 0x7f).
+; branches of the 32-bit instruction set (sysenter at CPL0 among them), then
+; debug-exit 0.  Left out: int n / int3, and iretd in (legacy) protected
+; mode: the KVM of the development host (kvm_pvm, which emulates CPL0 code)
+; fails on them with an emulation error (see guest-stub/README.md).  The
+; expected BTS records are stated by the `@bts` comments (syntax:
+; guest-stub/README.md), in execution order; a not-taken conditional branch
+; has none.  Code skipped by a taken branch is `ud2`, which ends the guest
+; (no IDT) should a branch misbehave; the self-checks jump to `fail`
+; (debug-exit 0x7f).
 
 %include "multiboot.inc"
 %include "exit.inc"
@@ -161,6 +162,22 @@ main32:
 .fjmp:  jmp SEL_CODE32:.fjmp_t          ; @bts -> .fjmp_t
         ud2
 .fjmp_t:
+
+; --- sysenter at CPL0: CS (SS = CS + 8), ESP, EIP from the SYSENTER MSRs --
+        xor edx, edx
+        mov ecx, 0x174                  ; IA32_SYSENTER_CS
+        mov eax, SEL_CODE32
+        wrmsr
+        mov ecx, 0x175                  ; IA32_SYSENTER_ESP: this stack
+        mov eax, esp
+        wrmsr
+        mov ecx, 0x176                  ; IA32_SYSENTER_EIP
+        mov eax, .sysenter_t
+        wrmsr
+.sysenter:
+        sysenter                        ; @bts -> .sysenter_t
+        ud2
+.sysenter_t:
 
 ; @exit 0
         DEBUG_EXIT 0

@@ -337,7 +337,8 @@ static bool tf_debug_exit(struct trace_vcpu *t, unsigned hits)
         return false;
     t->steps++;
     t->tf.nwatch = 0;
-    struct deliver_before b = { &t->before_regs, &t->before_sregs, t->before_regs.rip + t->pred.len };
+    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs,
+                               .next_rip = t->before_regs.rip + t->pred.len };
     deliver_untrap(v.mem, &b);
     window_emit_branch(t, t->pred.from, rip, VBTS_KIND_EXCEPTION, t->pred.cpl);
     t->tf.halted = false;
@@ -502,10 +503,47 @@ static int lost(struct trace_vcpu *t, uint64_t from, uint64_t rip)
                         (unsigned long long)rip);
 }
 
+/*
+ * The bytes the predicted instruction stores (a push's, a call's, a
+ * store's), as one linear range, when the vCPU is where it completes.
+ */
+static void own_stores(struct trace_vcpu *t, uint64_t rip, struct deliver_before *b)
+{
+    const struct branch_pred *p = &t->pred;
+    bool branch = p->kind != VBTS_KIND_UNKNOWN && p->taken;
+    if (branch ? p->target_known && rip != p->target : rip != p->from + p->len)
+        return;
+    struct cpu_view v = { &t->cpu->vm->mem, &t->before_regs, &t->before_sregs };
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint64_t lo = ~0ull, hi = 0;
+    if (cpu_decode(&v, p->from, &in, ops, &why) < 0)
+        return;
+    for (unsigned i = 0; i < in.operand_count; i++) {
+        uint64_t ea, n = ops[i].size / 8;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
+            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) || cpu_operand_address(&v, &in, &ops[i], &ea) < 0)
+            continue;
+        /* Zydis gives a push's or call's store as [rsp]: it lands below (a far call's, two slots). */
+        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+            ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].mem.base) == ZYDIS_REGISTER_RSP)
+            ea -= 2 * n;
+        lo = ea < lo ? ea : lo;
+        hi = ea + n > hi ? ea + n : hi;
+    }
+    if (hi > lo) {
+        b->wrote = lo;
+        b->wrote_len = hi - lo;
+    }
+}
+
 static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     const struct branch_pred *p = &t->pred;
-    struct deliver_before b = { &t->before_regs, &t->before_sregs, t->before_regs.rip + p->len };
+    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs,
+                               .next_rip = t->before_regs.rip + p->len };
+    own_stores(t, rip, &b);
     /*
      * A PUSHF that completed wrote the host's TF where a 32-bit frame's
      * EFLAGS goes, over what may be an old frame's return address: that

@@ -323,12 +323,14 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
 static bool frame_at(struct ctx *c, uint64_t at, unsigned slot, const struct deliver_before *b)
 {
     uint8_t f[24];
-    if (read_lin(c, at, f, 3 * slot))
+    if ((b->wrote_len && at < b->wrote + b->wrote_len && b->wrote < at + 3 * slot) || read_lin(c, at, f, 3 * slot))
         return false;
     uint64_t rip = slot == 8 ? vbts_le64(f) : slot == 4 ? vbts_le32(f) : vbts_le16(f);
     uint64_t cs = slot == 8 ? vbts_le64(f + 8) : slot == 4 ? vbts_le32(f + 4) : vbts_le16(f + 2);
     uint64_t fl = slot == 8 ? vbts_le64(f + 16) : slot == 4 ? vbts_le32(f + 8) : vbts_le16(f + 4);
-    bool ours = (fl & RFLAGS_TF) && (uint16_t)cs == b->sregs->cs.selector &&
+    /* An RFLAGS image has bit 1 set and the reserved bits (3, 5, 15, 22 and up) clear. */
+    uint64_t reserved = slot == 2 ? 0x8028 : 0xffffffffffc08028ull;
+    bool ours = (fl & RFLAGS_TF) && (fl & 2) && !(fl & reserved) && (uint16_t)cs == b->sregs->cs.selector &&
                 (rip == b->regs->rip || rip == b->next_rip);
     if (ours && c->untrap) {
         /* TF is in the image's second byte, whatever the slot's width. */

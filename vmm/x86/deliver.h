@@ -75,15 +75,20 @@ struct deliver_before {
     const struct kvm_regs *regs;    /* registers and segments before the step */
     const struct kvm_sregs *sregs;
     uint64_t next_rip;              /* the instruction's end (a trap's return address) */
+    uint64_t wrote, wrote_len;      /* linear bytes the instruction itself stored, which are its data */
 };
 
 /*
  * The CPU delivered an event during the step, on its own: a frame returning
  * to the instruction (or after it) with TF set in its RFLAGS image, where
- * the CPU pushes frames for this privilege (the stack, RSP0, the ISTs).
+ * the CPU pushes frames for this privilege (the stack, RSP0, the ISTs),
+ * and the image valid (bit 1 set, the reserved bits clear).
  * While a host steps with RFLAGS.TF, only such a delivery leaves TF in a
  * frame: frames delivered in software have it clear, and vbts clears it
- * where PUSHF and SYSCALL copied it.  That handler ran unseen.
+ * where PUSHF and SYSCALL copied it.  That handler ran unseen.  A frame
+ * over bytes the instruction itself stored (wrote_len) is not one: after a
+ * handler returned to the instruction, its push can put a TF-like value
+ * into an old frame's RFLAGS slot.
  */
 bool deliver_seen(const struct gmem *mem, const struct deliver_before *b);
 /*

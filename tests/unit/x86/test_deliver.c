@@ -194,8 +194,17 @@ Test(deliver, untrap_clears_the_monitors_tf_in_a_frame_from_user_mode)
     vbts_put64(gmem_ptr(&mem, f, 8), 0x10000);
     vbts_put64(gmem_ptr(&mem, f + 8, 8), 0x23);
     vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x302);
-    struct deliver_before b = { &regs, &sregs, 0x10003 };
+    struct deliver_before b = { .regs = &regs, .sregs = &sregs, .next_rip = 0x10003 };
     cr_assert(deliver_seen(&mem, &b));
+    b.wrote = f + 16;
+    b.wrote_len = 8;
+    cr_assert_not(deliver_seen(&mem, &b), "over bytes the instruction stored: its data, not a frame");
+    b.wrote_len = 0;
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0xffffffff);
+    cr_assert_not(deliver_seen(&mem, &b), "TF, but reserved bits set: no RFLAGS image (a pushed -1)");
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x300);
+    cr_assert_not(deliver_seen(&mem, &b), "bit 1 clear: no RFLAGS image");
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x302);
     cr_assert(deliver_untrap(&mem, &b));
     cr_assert_eq(vbts_le64(gmem_ptr(&mem, f + 16, 8)), 0x202, "TF cleared, IF kept");
     cr_assert_not(deliver_seen(&mem, &b), "no frame with TF left");

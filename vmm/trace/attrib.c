@@ -207,3 +207,25 @@ bool attrib_may_raise(const struct cpu_view *at, uint64_t from, int vector)
     bool ok = cpu_decode(at, from, &in, ops, &why) == 0;
     return fault_may_raise(at, from, ok ? &in : NULL, ops) & (1u << vector);
 }
+
+bool attrib_swallows_step(const struct branch_pred *p)
+{
+    return p->shadow || p->mnemonic == ZYDIS_MNEMONIC_STI || p->mnemonic == ZYDIS_MNEMONIC_PAUSE;
+}
+
+bool attrib_shadowed(const struct cpu_view *v, uint64_t next, uint64_t rip, struct branch_pred *s)
+{
+    const char *why;
+    for (int n = 0; n < ATTRIB_SKIP_MAX; n++) {
+        if (branch_predict_at(v, next, s, &why) < 0)
+            return false;
+        if (s->kind != VBTS_KIND_UNKNOWN && !(s->kind == VBTS_KIND_JCC && !s->taken))
+            return s->taken && s->target_known && rip == s->target;
+        if (rip == next + s->len)
+            return true;
+        if (!attrib_swallows_step(s))
+            return false;
+        next += s->len;
+    }
+    return false;
+}

@@ -36,6 +36,21 @@ bool attrib_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max,
  */
 bool attrib_run_sp(const struct cpu_view *v, uint64_t lin, uint64_t rip, int max, int64_t *delta);
 
+/*
+ * After these the next instruction may run without a step exit of its
+ * own: MOV SS on every host (its shadow holds the trap back); STI and
+ * PAUSE where QEMU's TCG stands in for the CPU (an inhibiting instruction
+ * gets no trap, and PAUSE leaves the translation block without one).
+ */
+bool attrib_swallows_step(const struct branch_pred *p);
+
+/*
+ * The instruction at `next` ran without a step exit and left the vCPU at
+ * `rip`; so may a run of them, each after one that swallows the step.
+ * *s is the last, when they explain `rip`.
+ */
+bool attrib_shadowed(const struct cpu_view *v, uint64_t next, uint64_t rip, struct branch_pred *s);
+
 enum attrib_status { ATTRIB_OK, ATTRIB_NONE, ATTRIB_SEVERAL };
 
 struct attrib_event {

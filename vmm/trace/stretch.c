@@ -103,9 +103,9 @@ static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecode
                 return true;
             slack = s->sp_span;
         }
-        /* A push's or call's store (Zydis gives [rsp]) lands below RSP. */
+        /* A push's or call's store (Zydis gives [rsp]) lands below RSP: a far call's, two slots. */
         if (sp && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN)
-            slack += ops[i].size / 8;
+            slack += 2 * (uint64_t)ops[i].size / 8;
         if (cpu_operand_address(&at, in, &ops[i], &ea) < 0)
             return true;
         if (ea <= end + slack && ea + ops[i].size / 8 + slack > base)

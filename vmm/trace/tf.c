@@ -463,39 +463,6 @@ static int after(struct trace_vcpu *t, const struct branch_pred *p, uint64_t rip
     return clear_tf_leaks(t, m);
 }
 
-/*
- * After these the next instruction may run without a step exit of its
- * own: MOV SS on every host (its shadow holds the trap back); STI and
- * PAUSE where QEMU's TCG stands in for the CPU (an inhibiting instruction
- * gets no trap, and PAUSE leaves the translation block without one).
- */
-static bool swallows_step(const struct branch_pred *p)
-{
-    return p->shadow || p->mnemonic == ZYDIS_MNEMONIC_STI || p->mnemonic == ZYDIS_MNEMONIC_PAUSE;
-}
-
-/*
- * The instruction at `next` ran without a step exit and left the vCPU at
- * `rip`; so may a run of them, each after one that swallows the step.
- * *s is the last, when they explain `rip`; *first the one at `next`.
- */
-static bool shadowed(const struct cpu_view *v, uint64_t next, uint64_t rip, struct branch_pred *s)
-{
-    const char *why;
-    for (int n = 0; n < 4; n++) {
-        if (branch_predict_at(v, next, s, &why) < 0)
-            return false;
-        if (s->kind != VBTS_KIND_UNKNOWN && !(s->kind == VBTS_KIND_JCC && !s->taken))
-            return s->taken && s->target_known && rip == s->target;
-        if (rip == next + s->len)
-            return true;
-        if (!swallows_step(s))
-            return false;
-        next += s->len;
-    }
-    return false;
-}
-
 static int lost(struct trace_vcpu *t, uint64_t from, uint64_t rip)
 {
     return trace_desync(t, "trace lost step synchronisation: the instruction at 0x%llx was followed "
@@ -503,39 +470,14 @@ static int lost(struct trace_vcpu *t, uint64_t from, uint64_t rip)
                         (unsigned long long)rip);
 }
 
-/*
- * The bytes the predicted instruction stores (a push's, a call's, a
- * store's), as one linear range, when the vCPU is where it completes.
- */
+/* Where the vCPU is where the predicted instruction completes, the bytes it stored are its data. */
 static void own_stores(struct trace_vcpu *t, uint64_t rip, struct deliver_before *b)
 {
     const struct branch_pred *p = &t->pred;
-    bool branch = p->kind != VBTS_KIND_UNKNOWN && p->taken;
-    if (branch ? p->target_known && rip != p->target : rip != p->from + p->len)
-        return;
     struct cpu_view v = { &t->cpu->vm->mem, &t->before_regs, &t->before_sregs };
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    const char *why;
-    uint64_t lo = ~0ull, hi = 0;
-    if (cpu_decode(&v, p->from, &in, ops, &why) < 0)
-        return;
-    for (unsigned i = 0; i < in.operand_count; i++) {
-        uint64_t ea, n = ops[i].size / 8;
-        if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
-            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) || cpu_operand_address(&v, &in, &ops[i], &ea) < 0)
-            continue;
-        /* Zydis gives a push's or call's store as [rsp]: it lands below (a far call's, two slots). */
-        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-            ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].mem.base) == ZYDIS_REGISTER_RSP)
-            ea -= 2 * n;
-        lo = ea < lo ? ea : lo;
-        hi = ea + n > hi ? ea + n : hi;
-    }
-    if (hi > lo) {
-        b->wrote = lo;
-        b->wrote_len = hi - lo;
-    }
+    bool branch = p->kind != VBTS_KIND_UNKNOWN && p->taken;
+    if (!(branch ? p->target_known && rip != p->target : rip != p->from + p->len))
+        cpu_stores(&v, p->from, &b->wrote, &b->wrote_len);
 }
 
 static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
@@ -570,7 +512,7 @@ static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t ri
     if (rip == next || rip == p->from)
         return after(t, p, rip);
     struct branch_pred s;
-    if (!swallows_step(p) || !shadowed(v, next, rip, &s))
+    if (!attrib_swallows_step(p) || !attrib_shadowed(v, next, rip, &s))
         return lost(t, p->from, rip);
     if (after(t, p, next) < 0)
         return -1;

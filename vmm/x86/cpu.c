@@ -144,6 +144,36 @@ int cpu_undecodable_vector(const struct cpu_view *v, uint64_t lin)
     return st == ZYDIS_STATUS_INSTRUCTION_TOO_LONG ? 13 : 6;
 }
 
+void cpu_stores(const struct cpu_view *v, uint64_t lin, uint64_t *lo, uint64_t *len)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint64_t l = ~0ull, h = 0;
+    *len = 0;
+    if (cpu_decode(v, lin, &in, ops, &why) < 0)
+        return;
+    for (unsigned i = 0; i < in.operand_count; i++) {
+        uint64_t ea, n = ops[i].size / 8;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
+            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) || cpu_operand_address(v, &in, &ops[i], &ea) < 0)
+            continue;
+        uint64_t end = ea + n;
+        /* Zydis gives a push's or call's store as [rsp]: it lands below, up to two slots. */
+        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+            ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].mem.base) == ZYDIS_REGISTER_RSP) {
+            end = ea;
+            ea -= 2 * n;
+        }
+        l = ea < l ? ea : l;
+        h = end > h ? end : h;
+    }
+    if (h > l) {
+        *lo = l;
+        *len = h - l;
+    }
+}
+
 int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base)
 {
     enum cpu_mode m = cpu_mode(v->sregs);

@@ -96,6 +96,13 @@ const struct kvm_segment *cpu_segment(const struct kvm_sregs *s, ZydisRegister r
  */
 int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *op, uint64_t *lin);
+/*
+ * The linear bytes the instruction at `lin` stores, as one range over all
+ * its memory writes (a push's and a call's below the stack pointer, two
+ * slots for a far call's): [*lo, *lo + *len), *len 0 if it stores nothing
+ * or does not decode.
+ */
+void cpu_stores(const struct cpu_view *v, uint64_t lin, uint64_t *lo, uint64_t *len);
 /* Base of a code segment named by selector, as a far transfer would load it. */
 int cpu_selector_base(const struct cpu_view *v, uint16_t sel, uint64_t *base);
 /* Linear address of the handler for `vector` from the guest's IDT, or -1. */

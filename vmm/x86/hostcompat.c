@@ -417,6 +417,14 @@ static int x87(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs *regs
     }
 }
 
+/* r: 1 done (counted as `which`), -1 that and it failed, 0 not one. */
+static int tally(int r, int which)
+{
+    if (r > 0)
+        atomic_fetch_add(&hc_fired[which], 1);
+    return r;
+}
+
 /* An emulation failure: true if the instruction was completed here. */
 static bool complete(struct vcpu *cpu)
 {
@@ -449,12 +457,9 @@ static bool complete(struct vcpu *cpu)
         atomic_fetch_add(&hc_fired[HC_INTN], 1);
         return true;
     }
-    int gate = call_gate(cpu, &v, &regs, &sr);
-    if (gate != 0) {
-        if (gate > 0)
-            atomic_fetch_add(&hc_fired[HC_GATE], 1);
+    int gate = tally(call_gate(cpu, &v, &regs, &sr), HC_GATE);
+    if (gate != 0)
         return gate > 0;
-    }
     if (n >= 1 && b[0] == 0xcf && cpu_mode(&sr) == MODE_PROT32) {
         if (!iretd(cpu, &regs, &sr))
             return false;
@@ -474,12 +479,9 @@ static bool complete(struct vcpu *cpu)
         atomic_fetch_add(&hc_fired[HC_FWAIT], 1);
         return true;
     }
-    int x = x87(cpu, &v, &regs);
-    if (x != 0) {
-        if (x > 0)
-            atomic_fetch_add(&hc_fired[HC_X87], 1);
+    int x = tally(x87(cpu, &v, &regs), HC_X87);
+    if (x != 0)
         return x > 0;
-    }
     /*
      * None of those is there (any more): another vCPU patched the code
      * (text_poke_bp replaces an int3 it planted) between the host's fetch

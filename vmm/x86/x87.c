@@ -129,6 +129,27 @@ static void mark(const struct cpu_view *v, uint64_t ea, unsigned size, bool stor
         gmem_walk_mark(v->mem, &pg, ea + size - 1, store, &gpa);
 }
 
+/* The memory operand: its address in *ea, read into buf unless a store; X87_DONE, or a #PF to raise. */
+static enum x87_verdict operand(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                                const ZydisDecodedOperand *ops, unsigned size, bool store, uint8_t *buf,
+                                uint64_t *ea, struct delivery *d)
+{
+    const ZydisDecodedOperand *m = NULL;
+    for (unsigned i = 0; i < in->operand_count; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY)
+            m = &ops[i];
+    if (!m || cpu_operand_address(v, in, m, ea) < 0)
+        return X87_NOT;
+    switch (fault_page(v, *ea, size, store, d)) {
+    case FAULT_YES:
+        return X87_RAISE;
+    case FAULT_UNKNOWN:
+        return X87_NOT;
+    default:
+        return store || cpu_read_linear(v, *ea, buf, size) == 0 ? X87_DONE : X87_NOT;
+    }
+}
+
 enum x87_verdict x87_emulate(const struct cpu_view *v, struct kvm_fpu *fpu, __u64 *rax, unsigned *len,
                              struct delivery *d)
 {
@@ -170,24 +191,9 @@ enum x87_verdict x87_emulate(const struct cpu_view *v, struct kvm_fpu *fpu, __u6
         return X87_NOT;
     uint8_t buf[16] = { 0 };
     uint64_t ea = 0;
-    if (size) {
-        const ZydisDecodedOperand *m = NULL;
-        for (unsigned i = 0; i < in.operand_count; i++)
-            if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY)
-                m = &ops[i];
-        if (!m || cpu_operand_address(v, &in, m, &ea) < 0)
-            return X87_NOT;
-        switch (fault_page(v, ea, size, store, d)) {
-        case FAULT_YES:
-            return X87_RAISE;
-        case FAULT_UNKNOWN:
-            return X87_NOT;
-        default:
-            break;
-        }
-        if (!store && cpu_read_linear(v, ea, buf, size) < 0)
-            return X87_NOT;
-    }
+    enum x87_verdict r = size ? operand(v, &in, ops, size, store, buf, &ea, d) : X87_DONE;
+    if (r != X87_DONE)
+        return r;
     struct kvm_fpu after = *fpu;
     x87_run(&after, op, modrm, buf);
     if (store) {

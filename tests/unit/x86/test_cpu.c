@@ -123,3 +123,19 @@ Test(cpu, idt_handler_real_mode)
     cr_assert_eq(cpu_idt_handler(&view, 6, &h), 0);
     cr_assert_eq(h, 0x12350);
 }
+
+Test(cpu, stores_of_an_instruction_as_one_range)
+{
+    uint64_t lo = 0, len = 0;
+    regs.rsp = 0x50000;
+    regs.rbx = 0x20000;
+    memcpy(gmem_ptr(&mem, regs.rip, 1), (uint8_t[]){ 0x50 }, 1);                       /* push rax: [rsp - 8, rsp) */
+    cpu_stores(&view, regs.rip, &lo, &len);
+    cr_assert(lo <= 0x50000 - 8 && lo + len >= 0x50000, "covers the pushed slot");
+    memcpy(gmem_ptr(&mem, regs.rip, 2), (uint8_t[]){ 0x89, 0x03 }, 2);                 /* mov [rbx], eax */
+    cpu_stores(&view, regs.rip, &lo, &len);
+    cr_assert(lo == 0x20000 && len == 4);
+    memcpy(gmem_ptr(&mem, regs.rip, 2), (uint8_t[]){ 0x8b, 0x03 }, 2);                 /* mov eax, [rbx]: no store */
+    cpu_stores(&view, regs.rip, &lo, &len);
+    cr_assert_eq(len, 0);
+}

@@ -117,10 +117,14 @@ decode_records() {
 # (scripts/linux-guest.sh), its symbols from the -dbg package
 # (scripts/linux-symbols.sh); both are fetched when missing.
 #   VBTS_LINUX=0         skip everything that needs the kernel
-#   VBTS_LINUX_TIMEOUT   seconds one Linux run may take (default 600; 240
-#                        in the lab, where a run takes seconds)
+#   VBTS_LINUX_TIMEOUT   seconds one Linux run may take (default 600; in the
+#                        lab, where a run takes seconds, VBTS_LINUX_TIMEOUT_LAB
+#                        or 240: make check's sanitized builds take longer)
 LINUX_GUEST=${LINUX_GUEST:-$ROOT/build/linux}
-case $VBTS_HOST in lab/*) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-240} ;; *) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-600} ;; esac
+case $VBTS_HOST in
+lab/*) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-${VBTS_LINUX_TIMEOUT_LAB:-240}} ;;
+*) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-600} ;;
+esac
 # The kernel command line of test boots: the console, and no boot work that
 # costs minutes where CPL0 is emulated and that the tests do not need
 # (docs/host-compat.md measures each): crypto and BLAKE2s self-tests, BTF

@@ -470,14 +470,22 @@ static int lost(struct trace_vcpu *t, uint64_t from, uint64_t rip)
                         (unsigned long long)rip);
 }
 
-/* Where the vCPU is where the predicted instruction completes, the bytes it stored are its data. */
-static void own_stores(struct trace_vcpu *t, uint64_t rip, struct deliver_before *b)
+/*
+ * deliver_seen, except over bytes the predicted instruction itself stored
+ * where the vCPU is where it completes: they are its data.  It is decoded
+ * only when a frame is found.
+ */
+static bool frame_seen(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip, struct deliver_before *b)
 {
     const struct branch_pred *p = &t->pred;
-    struct cpu_view v = { &t->cpu->vm->mem, &t->before_regs, &t->before_sregs };
+    if (!deliver_seen(v->mem, b))
+        return false;
     bool branch = p->kind != VBTS_KIND_UNKNOWN && p->taken;
-    if (!(branch ? p->target_known && rip != p->target : rip != p->from + p->len))
-        cpu_stores(&v, p->from, &b->wrote, &b->wrote_len);
+    if (branch ? p->target_known && rip != p->target : rip != p->from + p->len)
+        return true;
+    struct cpu_view before = { v->mem, &t->before_regs, &t->before_sregs };
+    cpu_stores(&before, p->from, &b->wrote, &b->wrote_len);
+    return !b->wrote_len || deliver_seen(v->mem, b);
 }
 
 static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
@@ -485,13 +493,12 @@ static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t ri
     const struct branch_pred *p = &t->pred;
     struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs,
                                .next_rip = t->before_regs.rip + p->len };
-    own_stores(t, rip, &b);
     /*
      * A PUSHF that completed wrote the host's TF where a 32-bit frame's
      * EFLAGS goes, over what may be an old frame's return address: that
      * is its image (cleared in after()), not a delivery.
      */
-    if (!(is_pushf(p->mnemonic) && rip == p->from + p->len) && deliver_seen(v->mem, &b))
+    if (!(is_pushf(p->mnemonic) && rip == p->from + p->len) && frame_seen(t, v, rip, &b))
         return trace_desync(t, "trace stopped at 0x%llx: an exception came there that vbts neither "
                             "foresaw nor caught at its handler, and this host (%s) ran the handler "
                             "without single-steps (the vCPU is at 0x%llx now); the trace ends here "

@@ -182,6 +182,17 @@ static int after_iretd(const struct cpu_view *v, const uint64_t *frame, struct k
     return 0;
 }
 
+/* The IRET p, IRETQ in 64-bit mode or IRETD in 32-bit, on r and s: 0, or -1 if it is neither or cannot be read. */
+static int after_any_iret(const struct cpu_view *v, const struct branch_pred *p, const uint64_t *frame,
+                          struct kvm_regs *r, struct kvm_sregs *s)
+{
+    if (cpu_mode(s) == MODE_LONG64 && p->len == 2)
+        return after_iretq(v, frame, r, s);
+    if (cpu_mode(s) == MODE_PROT32 && p->len == 1)
+        return after_iretd(v, frame, r, s);
+    return -1;
+}
+
 /*
  * After IRETQ the instruction at its target runs without a step exit of
  * its own, and after one more IRETQ the next as well (`iretq; iretq; jmp`
@@ -201,8 +212,7 @@ static int after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     const char *why;
     for (int n = 0; n < ATTRIB_SKIP_MAX; n++) {
         const uint64_t *frame = (unsigned)n < t->pvm.frames ? t->pvm.frame[n] : NULL;
-        bool q = cpu_mode(&s) == MODE_LONG64 && p.len == 2, d = cpu_mode(&s) == MODE_PROT32 && p.len == 1;
-        if (!(q || d) || (q ? after_iretq(&sim, frame, &r, &s) : after_iretd(&sim, frame, &r, &s)) < 0)
+        if (after_any_iret(&sim, &p, frame, &r, &s) < 0)
             return trace_desync(t, "trace lost step synchronisation: the IRET at 0x%llx ran without a "
                                 "step exit, and where it returns cannot be read from its frame",
                                 (unsigned long long)p.from);
@@ -453,13 +463,12 @@ static unsigned iret_chain(const struct cpu_view *v, struct branch_pred p, uint6
     const char *why;
     unsigned n = 0;
     while (n < ATTRIB_SKIP_MAX && p.kind == VBTS_KIND_IRET) {
-        bool q = cpu_mode(&s) == MODE_LONG64 && p.len == 2, d = cpu_mode(&s) == MODE_PROT32 && p.len == 1;
+        bool q = cpu_mode(&s) == MODE_LONG64;
         uint64_t at = cpu_stack_base(&s) + (q ? r.rsp : (uint32_t)r.rsp);
-        if (!(q || d) || cpu_read_linear(&sim, at, frame[n], q ? 40 : 12) < 0)
+        if (cpu_read_linear(&sim, at, frame[n], q ? 40 : 12) < 0 || after_any_iret(&sim, &p, frame[n], &r, &s) < 0)
             break;
         n++;
-        if ((q ? after_iretq(&sim, frame[n - 1], &r, &s) : after_iretd(&sim, frame[n - 1], &r, &s)) < 0 ||
-            branch_predict(&sim, &p, &why) < 0)
+        if (branch_predict(&sim, &p, &why) < 0)
             break;
     }
     return n;

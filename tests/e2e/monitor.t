@@ -45,6 +45,19 @@ push eax
 fistp dword [esp]
 pop eax
 out 0xf4, al"
+mb_image "$T/fninit.bin" "nop
+fld1
+fld1
+fninit
+fld1
+fnstsw ax
+shr eax, 11
+and eax, 7
+out 0xf4, al"
+mb_image "$T/fcomi.bin" "nop
+fcomi st0, st1
+mov al, 0
+out 0xf4, al"
 mb_image "$T/qemugdt.bin" "jmp 0x08:.next   ; selectors of QEMU's multiboot loader GDT
 .next: push cs
 push dword .after
@@ -80,32 +93,49 @@ case $VBTS_HOST in
 esac
 # int n at CPL0 (no IDT): kvm_pvm's emulator fails it and vbts completes it
 # (x86/hostcompat.c); stock KVM delivers it: #GP, then a triple fault.  x87
-# arithmetic at CPL0 kvm_pvm cannot emulate (x86/x87.h says why vbts does
-# not complete it), and the line names it by its own bytes, read through
-# the guest's page tables (the bytes kvm_pvm reports are another's).
+# arithmetic at CPL0 kvm_pvm's emulator fails too: vbts completes it on this
+# CPU's own x87 unit (x86/x87.c), so 1 + 1 is 2 there as elsewhere.  What it
+# does not complete (fcomi writes RFLAGS) ends the run, and the line names
+# the instruction by its own bytes, read through the guest's page tables
+# (the bytes kvm_pvm reports are another's).  Its emulator runs fninit
+# itself, on the live x87 state: the completions around it read and write
+# that state through KVM's XSAVE image (x86/fpu.h), so they find the stack
+# it emptied, and one push leaves TOP 7 (status 15).
 case $VBTS_HOST in
 kvm_pvm)
     run "int n at CPL0 without an IDT: completed for the host, so a triple fault" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100023" -- "$T/intn.bin"
+    run "x87 arithmetic at CPL0: completed on the host's x87, 1 + 1 = 2" 5 \
+        "vbts: host-compat: x87 instruction completed on the host's x87 4 times" -- "$T/x87.bin"
+    run "x87 arithmetic at CPL0, traced: the guest's status" 5 \
+        "vbts: host-compat: x87 instruction completed on the host's x87 4 times" \
+        -- --trace "$T/x87.vbts" "$T/x87.bin"
+    run "x87 at CPL0 after the host's own fninit: the stack is empty, TOP 7 after one push" 15 \
+        "vbts: host-compat: x87 instruction completed on the host's x87 4 times" -- "$T/fninit.bin"
+    run "x87 at CPL0 after the host's own fninit, traced: the guest's status" 15 \
+        "vbts: host-compat: x87 instruction completed on the host's x87 4 times" \
+        -- --trace "$T/fninit.vbts" "$T/fninit.bin"
     run "an instruction the host cannot emulate: status 2, named by its own bytes" 2 \
-        "vbts: guest stopped: instruction the host cannot emulate on vCPU 0 at rip=0x100021 (suberror 1) (bytes d9 e8)" \
-        -- "$T/x87.bin"
+        "vbts: guest stopped: instruction the host cannot emulate on vCPU 0 at rip=0x100021 (suberror 1) (bytes db f1)" \
+        -- "$T/fcomi.bin"
     # Traced, the guest did not end: the trace stops where the host failed it.
     run "traced, the host's failure stops the trace: status 125, one line" 125 \
-        "vbts: trace stopped: instruction the host cannot emulate on vCPU 0 at rip=0x100021 (suberror 1) (bytes d9 e8)" \
-        -- --trace "$T/x87.vbts" "$T/x87.bin"
-    if "$VBTS_DECODE" "$T/x87.vbts" 2>"$T/x87.derr" | grep -q -- '-- stop unsupported'; then
+        "vbts: trace stopped: instruction the host cannot emulate on vCPU 0 at rip=0x100021 (suberror 1) (bytes db f1)" \
+        -- --trace "$T/fcomi.vbts" "$T/fcomi.bin"
+    if "$VBTS_DECODE" "$T/fcomi.vbts" 2>"$T/fcomi.derr" | grep -q -- '-- stop unsupported'; then
         ok "traced, the host's failure: the trace's stop marker says unsupported"
     else
         not_ok "traced, the host's failure: the trace's stop marker says unsupported"
     fi ;;
 *kvm_amd)
     run "x87 arithmetic at CPL0: 1 + 1 = 2" 5 "" -- "$T/x87.bin"
+    run "x87 at CPL0 after fninit: the stack is empty, TOP 7 after one push" 15 "" -- "$T/fninit.bin"
     run "int n at CPL0 without an IDT: delivered, so a triple fault" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \
         -- "$T/intn.bin" ;;
 *)
     run "x87 arithmetic at CPL0: 1 + 1 = 2" 5 "" -- "$T/x87.bin"
+    run "x87 at CPL0 after fninit: the stack is empty, TOP 7 after one push" 15 "" -- "$T/fninit.bin"
     run "int n at CPL0 without an IDT: delivered, so a triple fault" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100021" -- "$T/intn.bin" ;;
 esac

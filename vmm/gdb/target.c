@@ -21,6 +21,7 @@
 #include "trace/trace.h"
 #include "x86/cpu.h"
 #include "x86/debug.h"
+#include "x86/fpu.h"
 #include "x86/host.h"
 
 static void now_plus(struct timespec *ts, long ms)
@@ -194,7 +195,7 @@ static int op_regs_get(void *ctx, int cpu, struct regs_state *s)
     struct gdb *g = ctx;
     int fd = g->vm->vcpus[cpu].fd;
     if (ioctl(fd, KVM_GET_REGS, &s->regs) < 0 || ioctl(fd, KVM_GET_SREGS, &s->sregs) < 0 ||
-        ioctl(fd, KVM_GET_FPU, &s->fpu) < 0)
+        fpu_get(&g->vm->vcpus[cpu], &s->fpu) < 0)
         return -1;
     return 0;
 }
@@ -205,7 +206,7 @@ static int op_regs_set(void *ctx, int cpu, const struct regs_state *s, unsigned 
     int fd = g->vm->vcpus[cpu].fd;
     if (((changed & REGS_CHANGED_REGS) && ioctl(fd, KVM_SET_REGS, &s->regs) < 0) ||
         ((changed & REGS_CHANGED_SREGS) && ioctl(fd, KVM_SET_SREGS, &s->sregs) < 0) ||
-        ((changed & REGS_CHANGED_FPU) && ioctl(fd, KVM_SET_FPU, &s->fpu) < 0))
+        ((changed & REGS_CHANGED_FPU) && fpu_set(&g->vm->vcpus[cpu], &s->fpu) < 0))
         return -1;
     pthread_mutex_lock(&g->lock);
     g->cpu[cpu].dirty = true;

@@ -23,16 +23,18 @@
 #include "x86/debug.h"
 #include "x86/deliver.h"
 #include "x86/event.h"
+#include "x86/fpu.h"
 #include "x86/host.h"
+#include "x86/x87.h"
 
-enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_GATE, HC_FWAIT, HC_UD, HC_SYSCALL, HC_SYSRET, HC_RETRY,
-       HC_HALT, HC_COUNT };
+enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_GATE, HC_FWAIT, HC_X87, HC_UD, HC_SYSCALL, HC_SYSRET,
+       HC_RETRY, HC_HALT, HC_COUNT };
 static const char *const hc_name[HC_COUNT] = { "int3", "int n", "into", "iretd", "far branch through a call gate",
-                                               "fwait", "#UD, #NM or bound", "syscall", "sysret",
-                                               "patched-away retry", "stale HLT state" };
+                                               "fwait", "x87 instruction", "#UD, #NM or bound", "syscall",
+                                               "sysret", "patched-away retry", "stale HLT state" };
 static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "emulated", "emulated",
-                                               "emulated", "emulated", "completed", "emulated", "done",
-                                               "cleared" };
+                                               "emulated", "completed on the host's x87", "emulated",
+                                               "completed", "emulated", "done", "cleared" };
 static atomic_ulong hc_fired[HC_COUNT];
 
 
@@ -386,13 +388,34 @@ static int call_gate(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs
 static bool fwait(struct vcpu *cpu, struct kvm_regs *regs, const struct kvm_sregs *sr)
 {
     struct kvm_fpu fpu;
-    if (ioctl(cpu->fd, KVM_GET_FPU, &fpu) < 0)
+    if (fpu_get(cpu, &fpu) < 0)
         return false;
     bool nm = (sr->cr0 & 0xa) == 0xa, mf = (fpu.fsw & 0x80) && (sr->cr0 & (1u << 5));
     if (!nm && !mf)
         return skip(cpu, regs, 1);
     struct event ev = { .kind = EVENT_EXCEPTION, .vector = nm ? 7 : 16 };
     return event_raise(cpu, &ev) == 0;
+}
+
+/* An x87 instruction (x86/x87.h).  1: done; -1: that, and it failed; 0: not one. */
+static int x87(struct vcpu *cpu, const struct cpu_view *v, struct kvm_regs *regs)
+{
+    struct kvm_fpu fpu;
+    struct delivery d;
+    unsigned len = 0;
+    if (fpu_get(cpu, &fpu) < 0)
+        return -1;
+    switch (x87_emulate(v, &fpu, &regs->rax, &len, &d)) {
+    case X87_RAISE: {
+        struct event ev = { .kind = EVENT_EXCEPTION, .vector = d.vector, .has_error = d.has_error,
+                            .error = d.error, .cr2 = d.cr2 };
+        return event_raise(cpu, &ev) == 0 ? 1 : -1;
+    }
+    case X87_DONE:
+        return fpu_set(cpu, &fpu) == 0 && skip(cpu, regs, len) ? 1 : -1;
+    default:
+        return 0;
+    }
 }
 
 /* r: 1 done (counted as `which`), -1 that and it failed, 0 not one. */
@@ -457,6 +480,9 @@ static bool complete(struct vcpu *cpu)
         atomic_fetch_add(&hc_fired[HC_FWAIT], 1);
         return true;
     }
+    int x = tally(x87(cpu, &v, &regs), HC_X87);
+    if (x != 0)
+        return x > 0;
     /*
      * None of those is there (any more): another vCPU patched the code
      * (text_poke_bp replaces an int3 it planted) between the host's fetch

@@ -7,14 +7,10 @@
  * a result (rounding, precision control, flags, tags) is what its CPU
  * gives.  Only instructions that touch no general register or flag, take
  * at most one memory operand of a fixed size and have their documented
- * encoding are completed; anything else is left to fail.
- *
- * Not wired into host-compat: kvm_pvm's emulator runs `fninit` itself
- * (it does not fail it), on an x87 state that KVM_GET_FPU/KVM_SET_FPU do
- * not show, so a guest's fninit after a completion here is lost (found by
- * a generated program, seed 18732: the x87 stack filled, #Z never came).
- * Completing here is sound only once every x87 instruction the host's
- * emulator runs acts on the same state as these.
+ * encoding are completed; anything else is left to fail.  The caller
+ * reads and writes the guest's state with x86/fpu.h: the fninit the host's
+ * emulator runs itself puts the x87 state in its initial configuration,
+ * which KVM_GET_FPU does not show (seed 18732 in tests/gen/corpus).
  */
 #ifndef VBTS_X86_X87_H
 #define VBTS_X86_X87_H

@@ -8,10 +8,10 @@
 # (@gdb-break, @gdb-next, @gdb-history: guest-stub/README.md).
 . "$(dirname "$0")/tap.sh"
 NSTUB=$(grep -l '^ \* @gdb-break ' "$ROOT"/guest-stub/c/*.c "$ROOT"/guest-stub/c64/*.c | wc -l)
-plan $((16 + 4 * NSTUB))
+plan $((17 + 4 * NSTUB))
 
 if ! have_vbts || ! command -v gdb >/dev/null || [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-    for i in $(seq $((16 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
+    for i in $(seq $((17 + 4 * NSTUB))); do skip "gdb $i" "monitor, gdb or /dev/kvm missing"; done
     exit 0
 fi
 CELF=$STUBS/c/calls.elf
@@ -33,7 +33,7 @@ session() {
         sleep 0.05
     done
     sed "s/PORT/$port/" "$TMP/$name.in" >"$TMP/$name.cmd"
-    timeout -k 5 "$VBTS_TIMEOUT" gdb -batch -nx -x "$TMP/$name.cmd" "$elf" >"$TMP/$name.gdb" 2>&1 </dev/null
+    timeout -k 5 "$VBTS_TIMEOUT" gdb -batch -nx -x "$TMP/$name.cmd" ${elf:+"$elf"} >"$TMP/$name.gdb" 2>&1 </dev/null
     wait "$pid"
 }
 # between NAME FROM TO: gdb's lines between two `echo` markers
@@ -166,6 +166,37 @@ if grep -q '^Breakpoint 3, leaf (x=1) at' "$TMP/points.gdb" && grep -q '^\$2 = 4
     ok "break leaf (Z0) stops in twice's first leaf; memory and registers read and written"
 else
     fail "break, memory, registers"; diag_file "$TMP/points.gdb" 30
+fi
+# x87 registers written and read by gdb: the guest's fnstcw reads the
+# control word gdb set before it touched the x87 unit, and after its
+# fninit gdb shows the initial state.  Both go through KVM's XSAVE image
+# (x86/fpu.h): KVM_SET_FPU's control word was never loaded there (on
+# either host), and KVM_GET_FPU showed the state from before the fninit.
+mb_image "$TMP/fpu.bin" "nop
+fnstcw [cw]
+fld1
+fninit
+brk:    nop             ; 0x10002b
+movzx eax, word [cw]
+shr eax, 8
+out 0xf4, al
+hlt
+cw:     dw 0"
+session fpu "$TMP/fpu.bin" "" <<'EOG'
+set pagination off
+target remote 127.0.0.1:PORT
+set $fctrl = 0x27f
+hbreak *0x10002b
+continue
+print/x $fstat
+print/x $fctrl
+continue
+EOG
+if grep -q '^\$1 = 0x0$' "$TMP/fpu.gdb" && grep -q '^\$2 = 0x37f$' "$TMP/fpu.gdb" &&
+   grep -q 'exited with code 05\]$' "$TMP/fpu.gdb"; then
+    ok "x87 registers: the guest reads the control word gdb set (0x27f: status 5), gdb reads its fninit"
+else
+    fail "x87 registers set and read by gdb"; diag_file "$TMP/fpu.gdb" 30; diag_file "$TMP/fpu.err"
 fi
 if [ "$(cat "$TMP/points.rc")" = 137 ] && grep -qx 'vbts: killed by gdb' "$TMP/points.err"; then
     ok "kill: vbts ends with 137 and says gdb killed it"

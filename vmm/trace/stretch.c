@@ -67,13 +67,19 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
     return false;
 }
 
+/* The general register r is part of, as a bit of stretch.written: 0 if it is none. */
+static uint32_t gpr_bit(ZydisRegister r)
+{
+    if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
+        return 0;
+    int id = ZydisRegisterGetId(ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r));
+    return id >= 0 && id < 32 ? 1u << id : 0;
+}
+
 /* Does an instruction before this one in the stretch write r (any part of it)? */
 static bool written(const struct stretch *s, ZydisRegister r)
 {
-    if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
-        return false;
-    int id = ZydisRegisterGetId(ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r));
-    return id >= 0 && id < 32 && (s->written >> id) & 1;
+    return s->written & gpr_bit(r);
 }
 
 /*
@@ -103,8 +109,7 @@ static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecode
                 return true;
             slack = s->sp_span;
         }
-        /* A push's or call's store (Zydis gives [rsp]) lands below RSP: a far call's, two slots. */
-        if (sp && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN)
+        if (cpu_store_below_sp(&ops[i]))
             slack += 2 * (uint64_t)ops[i].size / 8;
         if (cpu_operand_address(&at, in, &ops[i], &ea) < 0)
             return true;
@@ -120,13 +125,11 @@ static void note_writes(const ZydisDecodedInstruction *in, const ZydisDecodedOpe
     for (unsigned i = 0; i < in->operand_count; i++) {
         ZydisRegister r = ops[i].reg.value;
         if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
-            ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
+            !gpr_bit(r))
             continue;
-        ZydisRegister big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
-        int id = ZydisRegisterGetId(big);
-        if (id >= 0 && id < 32)
-            s->written |= 1u << id;
-        if (big != ZYDIS_REGISTER_RSP || s->sp_span == ~0ull)
+        s->written |= gpr_bit(r);
+        if (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) != ZYDIS_REGISTER_RSP ||
+            s->sp_span == ~0ull)
             continue;
         /* A push, pop, call moves it by its width: where it points stays within reach. */
         switch (in->mnemonic) {

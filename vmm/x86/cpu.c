@@ -144,6 +144,12 @@ int cpu_undecodable_vector(const struct cpu_view *v, uint64_t lin)
     return st == ZYDIS_STATUS_INSTRUCTION_TOO_LONG ? 13 : 6;
 }
 
+bool cpu_store_below_sp(const ZydisDecodedOperand *op)
+{
+    return op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+           ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, op->mem.base) == ZYDIS_REGISTER_RSP;
+}
+
 void cpu_stores(const struct cpu_view *v, uint64_t lin, uint64_t *lo, uint64_t *len)
 {
     ZydisDecodedInstruction in;
@@ -159,9 +165,7 @@ void cpu_stores(const struct cpu_view *v, uint64_t lin, uint64_t *lo, uint64_t *
             !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) || cpu_operand_address(v, &in, &ops[i], &ea) < 0)
             continue;
         uint64_t end = ea + n;
-        /* Zydis gives a push's or call's store as [rsp]: it lands below, up to two slots. */
-        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-            ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].mem.base) == ZYDIS_REGISTER_RSP) {
+        if (cpu_store_below_sp(&ops[i])) {
             end = ea;
             ea -= 2 * n;
         }

@@ -97,6 +97,11 @@ const struct kvm_segment *cpu_segment(const struct kvm_sregs *s, ZydisRegister r
 int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *op, uint64_t *lin);
 /*
+ * Zydis gives a push's or a call's store as [rsp] (a hidden operand): its
+ * bytes land below RSP, up to two slots for a far call's.
+ */
+bool cpu_store_below_sp(const ZydisDecodedOperand *op);
+/*
  * The linear bytes the instruction at `lin` stores, as one range over all
  * its memory writes (a push's and a call's below the stack pointer, two
  * slots for a far call's): [*lo, *lo + *len), *len 0 if it stores nothing

@@ -212,6 +212,12 @@ case "$rc|$(head -n 1 "$T/err")|$last" in
     ok "SIGINT: status 130, trace ends with a stop marker" ;;
 *) fail "SIGINT: status 130, trace ends with a stop marker" "rc=$rc" "err=$(head -n 1 "$T/err")" "last=$last" ;;
 esac
+# ... and says where the guest stood: the loop's one instruction.
+if grep -qx 'vbts: where the guest stood: vCPU 0 at rip=0x100020' "$T/err"; then
+    ok "SIGINT: where the guest stood, in one line"
+else
+    fail "SIGINT: where the guest stood, in one line"; diag_file "$T/err"
+fi
 
 plan "$TAP_N"
 exit $((TAP_FAILED > 0))

@@ -329,6 +329,12 @@ static int report(struct run *r, int status, double elapsed)
     } else if (end == VM_END_CRASH || end == VM_END_HOST || end == VM_END_MONITOR || end == VM_END_SIGNAL) {
         fprintf(stderr, "vbts: %s\n", r->vm.end_msg);
     }
+    if (end == VM_END_SIGNAL) {
+        char where[512];
+        vcpu_where(&r->vm, where, sizeof(where));
+        if (where[0])
+            fprintf(stderr, "vbts: where the guest stood: %s\n", where);
+    }
     hostcompat_summary(stderr);
     /* Asked for explicitly: printed even with --quiet. */
     if (r->tcfg.verify_flow)

@@ -203,7 +203,29 @@ static void *vcpu_thread(void *arg)
     }
     if (run_hooks(cpu, VCPU_HOOK_THREAD_END) < 0)
         vm_request_end(vm, VM_END_MONITOR, VBTS_EXIT_MONITOR, "%s", error_last());
+    struct kvm_regs regs;
+    struct kvm_mp_state mp;
+    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) == 0) {
+        cpu->end_rip = regs.rip;
+        cpu->end_halted = ioctl(cpu->fd, KVM_GET_MP_STATE, &mp) == 0 && mp.mp_state == KVM_MP_STATE_HALTED;
+        cpu->end_known = true;
+    }
     return NULL;
+}
+
+void vcpu_where(const struct vm *vm, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < vm->ncpus && n < len; i++) {
+        struct vcpu *cpu = &vm->vcpus[i];
+        if (!cpu->end_known)
+            continue;
+        char sym[160];
+        name_rip(cpu, cpu->end_rip, sym, sizeof(sym));
+        n += (size_t)snprintf(buf + n, len - n, "%svCPU %d %sat rip=0x%llx%s", n ? ", " : "", i,
+                              cpu->end_halted ? "halted " : "", cpu->end_rip, sym);
+    }
 }
 
 static int probe_setup(struct vcpu *cpu)

@@ -29,6 +29,8 @@ struct vcpu {
     atomic_bool thread_started;
     bool probe_ready;           /* KVM_SET_SIGNAL_MASK lets SIG_PROBE through KVM_RUN */
     bool owes;                  /* KVM completes the last exit (I/O, MMIO, MSR) at the next KVM_RUN */
+    unsigned long long end_rip; /* where the vCPU stood after its last KVM_RUN (end_known) */
+    bool end_known, end_halted;
     void *arch;                 /* the x86 layer's per-vCPU state (x86/kvm_x86.h) */
 };
 
@@ -85,5 +87,10 @@ void vcpu_dispatch_exit(struct vcpu *cpu);
 
 /* Run every vCPU on its own thread until the VM ends; returns the exit status. */
 int vcpu_run_all(struct vm *vm);
+/*
+ * Where the vCPUs stood when their threads ended, for a run a signal
+ * ended: "vCPU 0 at rip=0x... in f+0x12, vCPU 1 halted at rip=0x...".
+ */
+void vcpu_where(const struct vm *vm, char *buf, size_t len);
 
 #endif

@@ -465,10 +465,11 @@ static unsigned iret_chain(const struct cpu_view *v, struct branch_pred p, uint6
     while (n < ATTRIB_SKIP_MAX && p.kind == VBTS_KIND_IRET) {
         bool q = cpu_mode(&s) == MODE_LONG64;
         uint64_t at = cpu_stack_base(&s) + (q ? r.rsp : (uint32_t)r.rsp);
-        if (cpu_read_linear(&sim, at, frame[n], q ? 40 : 12) < 0 || after_any_iret(&sim, &p, frame[n], &r, &s) < 0)
+        if (cpu_read_linear(&sim, at, frame[n], q ? 40 : 12) < 0)
             break;
+        /* Kept even if it does not convert: after_iret then fails on these bytes, not on what the step left. */
         n++;
-        if (branch_predict(&sim, &p, &why) < 0)
+        if (after_any_iret(&sim, &p, frame[n - 1], &r, &s) < 0 || branch_predict(&sim, &p, &why) < 0)
             break;
     }
     return n;

@@ -124,10 +124,10 @@ static void note_writes(const ZydisDecodedInstruction *in, const ZydisDecodedOpe
 {
     for (unsigned i = 0; i < in->operand_count; i++) {
         ZydisRegister r = ops[i].reg.value;
-        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
-            !gpr_bit(r))
+        uint32_t bit = ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_bit(r) : 0;
+        if (!bit || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
             continue;
-        s->written |= gpr_bit(r);
+        s->written |= bit;
         if (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) != ZYDIS_REGISTER_RSP ||
             s->sp_span == ~0ull)
             continue;

@@ -76,10 +76,11 @@ run "debug-exit status is (V<<1)|1" 85 "" -- "$T/exit.bin"
 run "cli;hlt ends with status 0" 0 "" -- "$T/halt.bin"
 run "entry GDT as QEMU's loader: CS 0x08, data 0x10" 7 "" -- "$T/qemugdt.bin"
 "$VBTS" --append "console=ttyS0 x=1" "$T/hello.bin" >"$T/out" 2>&1
-if [ "$(cat "$T/out")" = "hello from the guest: console=ttyS0 x=1" ]; then
-    ok "COM1 output and --append reach stdout"
+# The command line as QEMU's (and GRUB's): the kernel as named, then --append.
+if [ "$(cat "$T/out")" = "hello from the guest: $T/hello.bin console=ttyS0 x=1" ]; then
+    ok "COM1 output and --append reach stdout, after the kernel's name"
 else
-    fail "COM1 output and --append reach stdout" "got: $(cat "$T/out")"
+    fail "COM1 output and --append reach stdout, after the kernel's name" "got: $(cat "$T/out")"
 fi
 # kvm_amd resets the vCPU before it reports the shutdown: where is lost there.
 case $VBTS_HOST in

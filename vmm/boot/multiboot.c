@@ -2,8 +2,11 @@
 /*
  * Multiboot v1 (the 0.6.96 specification): find the header in the first
  * 8 KiB, load an a.out-kludge image (flags bit 16) or an ELF32 image, and
- * build the information structure with memory map and command line right
- * above the image, where QEMU puts it too.
+ * build the information structure with memory map, command line and
+ * modules right above the image, where QEMU puts them too: the structure
+ * on the next page, the strings behind it, each module on a page of its
+ * own.  Images and all that go where the memory map says RAM is: below
+ * 0x9fc00 or from 1 MiB up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,12 +28,14 @@
 
 #define MBI_F_MEM         (1u << 0)
 #define MBI_F_CMDLINE     (1u << 2)
+#define MBI_F_MODS        (1u << 3)
 #define MBI_F_MMAP        (1u << 6)
 #define MBI_F_LOADER_NAME (1u << 9)
 
-/* Images live above the real-mode area, as on a PC. */
+/* RAM as the memory map gives it: conventional memory, then from 1 MiB up. */
 #define LOW_RAM_END       0x9fc00u
 #define HIGH_RAM_START    0x100000u
+#define PAGE_UP(x)        (((x) + 4095) & ~4095ull)
 
 struct mb_header {
     uint32_t magic, flags, checksum;
@@ -71,14 +76,21 @@ int multiboot_detect(const uint8_t *image, size_t size)
     return find_header(image, size, &off) != NULL;
 }
 
-/* The range must be RAM, and not the real-mode area below 1 MiB. */
+/* [start, start+len) lies in one of the RAM ranges of the memory map, below 4 GiB. */
+static bool in_ram(const struct gmem *mem, uint64_t start, uint64_t len)
+{
+    uint64_t end = start + len;
+    if (end < start || end > UINT32_MAX + 1ull || !gmem_contains(mem, start, len))
+        return false;
+    return end <= LOW_RAM_END || start >= HIGH_RAM_START;
+}
+
 static int check_range(const struct gmem *mem, uint64_t start, uint64_t len, const char *what)
 {
-    if (start < HIGH_RAM_START || !gmem_contains(mem, start, len) ||
-        start + len < start)
+    if (!in_ram(mem, start, len))
         return error_fail("%s 0x%llx-0x%llx lies outside guest memory (RAM for images is "
-                         "0x%x-0x%llx)", what, (unsigned long long)start,
-                         (unsigned long long)(start + len), HIGH_RAM_START,
+                         "0x0-0x%x and 0x%x-0x%llx)", what, (unsigned long long)start,
+                         (unsigned long long)(start + len), LOW_RAM_END, HIGH_RAM_START,
                          (unsigned long long)gmem_low_size(mem));
     return 0;
 }
@@ -198,11 +210,46 @@ out:
     return ret;
 }
 
-/* Lay out the information structure, memory map, command line and name. */
-static int build_info(struct gmem *mem, const char *cmdline, struct boot_info *bi)
+/* Where each part of the information goes, above the image. */
+struct info_layout {
+    uint64_t info, mmap, name, cmd, mods, mod_cmds, end;
+    uint64_t mod_at[MULTIBOOT_MAX_MODULES];
+};
+
+static int lay_out(const struct gmem *mem, const struct multiboot_load_args *a, int nmap,
+                   struct boot_info *bi, struct info_layout *l)
 {
-    static const char name[] = "vbts";
-    size_t cmd_len = strlen(cmdline) + 1;
+    l->info = PAGE_UP(bi->load_end);
+    l->mmap = l->info + sizeof(struct mb_info);
+    l->name = l->mmap + (uint64_t)nmap * sizeof(struct mb_mmap_entry);
+    l->cmd = l->name + sizeof("vbts");
+    l->mods = (l->cmd + strlen(a->cmdline) + 1 + 3) & ~3ull;
+    l->mod_cmds = l->mods + 16ull * (uint64_t)a->nmods;
+    uint64_t end = l->mod_cmds;
+    for (int i = 0; i < a->nmods; i++)
+        end += strlen(a->mods[i].cmdline) + 1;
+    for (int i = 0; i < a->nmods; i++) {
+        l->mod_at[i] = PAGE_UP(end);
+        end = l->mod_at[i] + a->mods[i].size;
+    }
+    l->end = end;
+    /* The image's own range of RAM (below 640 KiB or above 1 MiB) holds it all. */
+    if (!in_ram(mem, l->info, end - l->info))
+        return error_fail("no room for the multiboot information%s above the image "
+                         "(needs 0x%llx-0x%llx; use a larger --memory)",
+                         a->nmods ? " and modules" : "", (unsigned long long)l->info,
+                         (unsigned long long)end);
+    return 0;
+}
+
+static void put(struct gmem *mem, uint64_t gpa, const void *src, size_t len)
+{
+    memcpy(gmem_ptr(mem, gpa, len), src, len);
+}
+
+/* Lay out the information structure, memory map, name, command lines and modules. */
+static int build_info(struct gmem *mem, const struct multiboot_load_args *a, struct boot_info *bi)
+{
     struct mb_mmap_entry mmap[3];
     int nmap = 0;
     uint64_t low = gmem_low_size(mem);
@@ -212,40 +259,53 @@ static int build_info(struct gmem *mem, const char *cmdline, struct boot_info *b
     if (gmem_high_size(mem))
         mmap[nmap++] = (struct mb_mmap_entry){ 20, GMEM_HIGH_BASE, gmem_high_size(mem), 1 };
 
-    uint64_t base = (bi->load_end + 4095) & ~4095ull;
-    uint64_t mmap_at = base + sizeof(struct mb_info);
-    uint64_t name_at = mmap_at + nmap * sizeof(mmap[0]);
-    uint64_t cmd_at = name_at + sizeof(name);
-    uint64_t end = cmd_at + cmd_len;
-    if (end > UINT32_MAX || !gmem_contains(mem, base, end - base))
-        return error_fail("no room for the multiboot information above the image "
-                         "(needs 0x%llx-0x%llx; use a larger --memory)",
-                         (unsigned long long)base, (unsigned long long)end);
+    struct info_layout l;
+    if (lay_out(mem, a, nmap, bi, &l) < 0)
+        return -1;
     struct mb_info info = {
         .flags = MBI_F_MEM | MBI_F_CMDLINE | MBI_F_MMAP | MBI_F_LOADER_NAME,
         .mem_lower = LOW_RAM_END / 1024,
         .mem_upper = (uint32_t)((low - HIGH_RAM_START) / 1024),
-        .cmdline = (uint32_t)cmd_at,
+        .cmdline = (uint32_t)l.cmd,
         .mmap_length = (uint32_t)(nmap * sizeof(mmap[0])),
-        .mmap_addr = (uint32_t)mmap_at,
-        .boot_loader_name = (uint32_t)name_at,
+        .mmap_addr = (uint32_t)l.mmap,
+        .boot_loader_name = (uint32_t)l.name,
     };
-    memcpy(gmem_ptr(mem, base, sizeof(info)), &info, sizeof(info));
-    memcpy(gmem_ptr(mem, mmap_at, info.mmap_length), mmap, info.mmap_length);
-    memcpy(gmem_ptr(mem, name_at, sizeof(name)), name, sizeof(name));
-    memcpy(gmem_ptr(mem, cmd_at, cmd_len), cmdline, cmd_len);
-    bi->mbi = (uint32_t)base;
+    if (a->nmods) {
+        info.flags |= MBI_F_MODS;
+        info.mods_count = (uint32_t)a->nmods;
+        info.mods_addr = (uint32_t)l.mods;
+    }
+    put(mem, l.info, &info, sizeof(info));
+    put(mem, l.mmap, mmap, info.mmap_length);
+    put(mem, l.name, "vbts", sizeof("vbts"));
+    put(mem, l.cmd, a->cmdline, strlen(a->cmdline) + 1);
+    uint64_t cmd_at = l.mod_cmds;
+    for (int i = 0; i < a->nmods; i++) {
+        const struct multiboot_module *m = &a->mods[i];
+        uint32_t entry[4] = { (uint32_t)l.mod_at[i], (uint32_t)(l.mod_at[i] + m->size),
+                              (uint32_t)cmd_at, 0 };
+        put(mem, l.mods + 16ull * (uint64_t)i, entry, sizeof(entry));
+        put(mem, cmd_at, m->cmdline, strlen(m->cmdline) + 1);
+        cmd_at += strlen(m->cmdline) + 1;
+        if (m->size)
+            put(mem, l.mod_at[i], m->data, m->size);
+    }
+    bi->mbi = (uint32_t)l.info;
+    bi->info_end = l.end;
     return 0;
 }
 
 int multiboot_load(struct gmem *mem, const uint8_t *image, size_t size,
-                     const char *cmdline, struct boot_info *bi)
+                   const struct multiboot_load_args *a, struct boot_info *bi)
 {
     size_t hoff;
     const struct mb_header *h = find_header(image, size, &hoff);
     if (!h)
         return error_fail("not a multiboot image (no multiboot header in the first %d bytes)",
                          MB_SEARCH);
+    if (a->nmods < 0 || a->nmods > MULTIBOOT_MAX_MODULES)
+        return error_fail("%d multiboot modules (at most %d)", a->nmods, MULTIBOOT_MAX_MODULES);
     struct mb_header hdr = { 0 };
     memcpy(&hdr, h, size - hoff < sizeof(hdr) ? size - hoff : sizeof(hdr));
     uint32_t unknown = hdr.flags & 0xffffu & ~MB_F_REQ_KNOWN;
@@ -256,7 +316,45 @@ int multiboot_load(struct gmem *mem, const uint8_t *image, size_t size,
                                           : load_elf(mem, image, size, bi);
     if (r < 0)
         return r;
-    return build_info(mem, cmdline ? cmdline : "", bi);
+    return build_info(mem, a, bi);
 }
 
-
+/*
+ * QEMU's -initrd for a multiboot kernel: items split at commas, ",," a
+ * comma within one; the whole item is the module's command line and its
+ * first word the file.
+ */
+int multiboot_split_modules(const char *spec, char **items, int max)
+{
+    int n = 0;
+    const char *p = spec;
+    for (;;) {
+        char *item = malloc(strlen(p) + 1), *o = item;
+        if (!item)
+            goto fail_oom;
+        while (*p && !(p[0] == ',' && p[1] != ',')) {
+            if (p[0] == ',')
+                p++;            /* ",," */
+            *o++ = *p++;
+        }
+        *o = 0;
+        if (n == max) {
+            free(item);
+            error_fail("more than %d modules in '%s'", max, spec);
+            goto fail;
+        }
+        items[n++] = item;
+        if (!item[0] || item[0] == ' ') {
+            error_fail("a module without a file name in '%s'", spec);
+            goto fail;
+        }
+        if (!*p++)
+            return n;
+    }
+fail_oom:
+    error_fail("out of memory");
+fail:
+    while (n)
+        free(items[--n]);
+    return -1;
+}

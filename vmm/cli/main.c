@@ -39,8 +39,11 @@ static const char usage[] =
     "  -m, --memory SIZE     guest RAM, e.g. 64M, 2G (default 256M)\n"
     "  -a, --append CMDLINE  kernel command line (multiboot info, or Linux's;\n"
     "                        Linux default: \"" LINUX_DEFAULT_CMDLINE "\")\n"
-    "      --cpus N          vCPUs for a Linux guest (default 1)\n"
-    "      --initrd FILE     initrd/initramfs for a Linux guest\n"
+    "      --cpus N          vCPUs (default 1); for a multiboot kernel also a PC as\n"
+    "                        QEMU -smp N gives it: KVM's APICs, PICs and PIT, ACPI\n"
+    "                        MADT; HLT then waits for an interrupt (docs/multiboot.md)\n"
+    "      --initrd FILE     initrd/initramfs for a Linux guest; for a multiboot\n"
+    "                        kernel its modules: FILE[ ARGS][,FILE[ ARGS]...]\n"
     "  -t, --trace DEST      record the branch trace (docs/format.md) into DEST: a FILE,\n"
     "                        unix:PATH or tcp:[HOST:]PORT[,control] (loopback unless\n"
     "                        HOST is given; its clients only watch unless ,control)\n"
@@ -188,8 +191,6 @@ static uint8_t *image_or_exit(const struct vbts_options *o, size_t *size, bool *
     *linux_guest = kind == IMAGE_LINUX;
     if (kind == IMAGE_UNKNOWN)
         die("%s: not a multiboot image (no multiboot header in the first 8192 bytes)", o->guest);
-    if (!*linux_guest && (o->cpus > 1 || o->initrd))
-        die("%s: --cpus and --initrd are for Linux guests; this is a multiboot image", o->guest);
     if (*size > o->memory)
         die("%s: image (%zu bytes) is larger than guest memory (--memory %" PRIu64 " bytes)",
             o->guest, *size, o->memory);
@@ -215,9 +216,10 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
             die("--symbols: %s", serr);
         r->vm.syms = r->syms;
     }
-    /* Multiboot guests keep the monitor's own APIC page and KVM_EXIT_HLT. */
-    struct kvm_x86_config xc = { .irqchip = linux_guest, .ds_cpuid = o->guest_bts, .no_steal_time = o->trace != NULL };
-    if (kvm_x86_create(&r->vm, o->kvm_path, o->memory, linux_guest ? o->cpus : 1, &xc) < 0 ||
+    /* Multiboot guests keep the monitor's own APIC page and KVM_EXIT_HLT, unless --cpus makes a PC. */
+    bool pc = linux_guest || o->have_cpus;
+    struct kvm_x86_config xc = { .irqchip = pc, .ds_cpuid = o->guest_bts, .no_steal_time = o->trace != NULL };
+    if (kvm_x86_create(&r->vm, o->kvm_path, o->memory, o->cpus, &xc) < 0 ||
         debug_install(&r->vm) < 0)
         die("%s", error_last());
     /* gdb's hooks before the engine's: a vCPU stops before the engine readies its run. */
@@ -247,9 +249,11 @@ static void build_or_exit(struct run *r, uint8_t *image, size_t size, bool linux
         if (!(r->lvm = linux_vm_setup(&r->vm, &g)))
             die("%s", error_last());
     } else {
-        if (!(r->apic = multiboot_vm_setup(&r->vm, image, size, o->append)))
+        struct multiboot_guest g = { .path = o->guest, .image = image, .image_size = size,
+                                     .append = o->append, .modules = o->initrd, .pc = pc };
+        if (multiboot_vm_setup(&r->vm, &g, &r->apic) < 0)
             die("%s: %s", o->guest, error_last());
-        if (r->gbts)
+        if (r->gbts && r->apic)
             guest_bts_set_pmi(r->gbts, raise_pmi, r->apic);
     }
     free(image);

@@ -177,6 +177,7 @@ static int numbers(struct vbts_options *o, int c, const char *arg, char *err, si
         if (parse_u64(arg, &v) < 0 || v < 1 || v > MAX_CPUS)
             return snprintf(err, errlen, "--cpus: '%s' is not a number from 1 to %d", arg, MAX_CPUS), -1;
         o->cpus = (int)v;
+        o->have_cpus = true;
         return 0;
     default:
         return 1;

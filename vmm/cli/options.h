@@ -19,8 +19,9 @@ struct vbts_options {
     const char *guest;
     bool quiet;
     bool guest_bts;
-    int cpus;                   /* vCPUs (Linux guests; multiboot runs one) */
-    const char *initrd;         /* Linux initrd/initramfs */
+    int cpus;                   /* vCPUs */
+    bool have_cpus;             /* --cpus given: a multiboot guest gets a PC (machine/multiboot_vm.h) */
+    const char *initrd;         /* Linux initrd/initramfs, or a multiboot kernel's modules */
     /* Trace window and filters (trace/config.c resolves symbols). */
     const char *symbols;
     const char *trace_start, *trace_stop;

@@ -60,8 +60,8 @@ static inline void session_start(bool wait)
     tr = trace_install(&vm, &tc, NULL);
     cr_assert_not_null(tr, "%s", error_last());
     gdb_set_trace(g, tr);
-    apic = multiboot_vm_setup(&vm, img, sizeof(img), "");
-    cr_assert_not_null(apic, "%s", error_last());
+    struct multiboot_guest mg = { .path = "tiny", .image = img, .image_size = sizeof(img) };
+    cr_assert_eq(multiboot_vm_setup(&vm, &mg, &apic), 0, "%s", error_last());
     cr_assert_eq(gdb_start(g), 0);
     unsigned port = 0;
     cr_assert_eq(sscanf(gdb_address(g), "tcp:127.0.0.1:%u", &port), 1, "%s", gdb_address(g));

@@ -49,8 +49,9 @@ static inline int64_t tiny_trace(int engine)
         return -1;
     }
     uint8_t img[TINY_GUEST_SIZE];
-    struct lapic_dev *a = multiboot_vm_setup(&vm, img, tiny_guest(img), "");
-    cr_assert_not_null(a, "%s", error_last());
+    struct multiboot_guest g = { .path = "tiny", .image = img, .image_size = tiny_guest(img) };
+    struct lapic_dev *a;
+    cr_assert_eq(multiboot_vm_setup(&vm, &g, &a), 0, "%s", error_last());
     const char *dests[] = { path };
     struct sink_config sc = { .dests = dests, .ndests = 1, .buffer_size = 24 * 1024, .force = true };
     struct sink *s = sink_open(&sc, 1);

@@ -96,6 +96,8 @@ struct trace_vcpu {
     bool recording;             /* records go to on_record too (trace_record) */
     bool bp_armed;              /* hardware breakpoint on the start trigger */
     bool passing;               /* stepping, untraced, through the trigger's page (catch.c) */
+    bool started;               /* seen out of the wait for INIT/SIPI (or never in it) */
+    bool sipi_wait;             /* ...and seen in it, at the RIP of its reset, not the SIPI's */
     uint64_t cr3;               /* guest context of the last step */
     uint64_t start_ns;          /* monotonic time of this vCPU's START */
     uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */

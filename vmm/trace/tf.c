@@ -560,11 +560,17 @@ static bool tf_user_ok(const struct trace_vcpu *t, const struct cpu_view *v, con
     return true;
 }
 
-/* Halted after a HLT it stepped, the vCPU waits for its interrupt in steps (settle_events). */
+/*
+ * Halted after a HLT it stepped, the vCPU waits for its interrupt in steps
+ * (settle_events).  Code in a segment whose base is not 0 (real mode, an
+ * AP's start at its SIPI page, 16-bit or segmented 32-bit code) is stepped
+ * too: QEMU 10's nested SVM (the lab) dies of SIGSEGV, every time, once a
+ * stretch runs there under its breakpoint, though the breakpoint's linear
+ * address is right (docs/engine.md); steps trace that code exactly.
+ */
 static bool tf_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
 {
-    (void)v;
-    return !t->tf.halted;
+    return !t->tf.halted && (v->sregs->cs.base == 0 || v->sregs->cs.l);
 }
 
 const struct backend backend_tf = {

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <linux/kvm.h>
 
 #include "export/sink.h"
@@ -125,6 +127,40 @@ static void start_reachable(struct trace_vcpu *t)
             (unsigned long long)t->tr->cfg->start);
 }
 
+/*
+ * An AP waits for INIT and SIPI (KVM_MP_STATE_UNINITIALIZED, then
+ * INIT_RECEIVED), and KVM, taking the SIPI inside KVM_RUN, sets its CS:IP
+ * and runs it on at once: a step armed where it stood would end past the
+ * first instruction of an entry the engine never saw.  KVM_RUN returns
+ * before any guest code while the AP is UNINITIALIZED (EAGAIN once INIT,
+ * or INIT and SIPI, came); in INIT_RECEIVED the vCPU is kept out of
+ * KVM_RUN and KVM_GET_MP_STATE (which takes a pending SIPI) asked until it
+ * has started.  Then the engine predicts from the SIPI's entry.  (An INIT
+ * that a running vCPU gets is not seen: its step ends elsewhere than
+ * predicted, and the trace stops there.)
+ */
+static int await_start(struct trace_vcpu *t)
+{
+    struct kvm_mp_state mp;
+    for (;;) {
+        if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0)
+            return error_fail_errno("KVM_GET_MP_STATE");
+        if (mp.mp_state == KVM_MP_STATE_UNINITIALIZED) {
+            t->sipi_wait = true;
+            return 0;
+        }
+        if (mp.mp_state != KVM_MP_STATE_INIT_RECEIVED || vm_ending(t->cpu->vm))
+            break;
+        t->sipi_wait = true;
+        static const struct timespec poll = { 0, 100 * 1000 };
+        nanosleep(&poll, NULL);
+    }
+    if (mp.mp_state == KVM_MP_STATE_INIT_RECEIVED)
+        return 0;       /* the run ends: KVM_RUN returns at once */
+    t->started = true;
+    return t->sipi_wait ? window_restart(t) : 0;
+}
+
 static int on_pre_run(struct vcpu *cpu, void *ctx)
 {
     struct trace_vcpu *t = of(ctx, cpu);
@@ -133,6 +169,8 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
     start_reachable(t);
     if (!t->stepping)
         return 0;
+    if (!t->started && await_start(t) < 0)
+        return -1;
     return t->tr->engine == TRACE_ENGINE_BRANCH ? leap_before_run(t) : t->tr->be->arm_step(t, false);
 }
 

@@ -119,6 +119,20 @@ int window_enter(struct trace_vcpu *t, bool regs_synced)
     return step_predict(t, false);
 }
 
+/* INIT and SIPI put the vCPU elsewhere, no branch taken: straight-line code starts afresh there. */
+int window_restart(struct trace_vcpu *t)
+{
+    if (step_sync_regs(t) < 0)
+        return -1;
+    struct cpu_view v;
+    trace_view(t, &v);
+    if (t->tracing)
+        flow_resume(t, cpu_linear_ip(v.regs, v.sregs));
+    t->pvm.event_vector = -1;
+    t->pred_valid = false;
+    return step_predict(t, false);
+}
+
 /* This vCPU stands at the start trigger, which has not run: the window opens for all. */
 int window_open_here(struct trace_vcpu *t)
 {

@@ -144,7 +144,7 @@ run "missing image" 125 "vbts: cannot open $T/nope.bin: No such file or director
 run "not a multiboot image" 125 \
     "vbts: $T/text.bin: not a multiboot image (no multiboot header in the first 8192 bytes)" -- "$T/text.bin"
 run "segments outside guest memory" 125 \
-    "vbts: $T/far.bin: image 0x10000000-0x10000024 lies outside guest memory (RAM for images is 0x100000-0x1000000)" \
+    "vbts: $T/far.bin: image 0x10000000-0x10000024 lies outside guest memory (RAM for images is 0x0-0x9fc00 and 0x100000-0x1000000)" \
     -- --memory 16M "$T/far.bin"
 run "image larger than --memory" 125 \
     "vbts: $T/big.bin: image (3145728 bytes) is larger than guest memory (--memory 2097152 bytes)" \

@@ -98,6 +98,7 @@ struct trace_vcpu {
     bool passing;               /* stepping, untraced, through the trigger's page (catch.c) */
     bool started;               /* seen out of the wait for INIT/SIPI (or never in it) */
     bool sipi_wait;             /* ...and seen in it, at the RIP of its reset, not the SIPI's */
+    bool halted_off;            /* the step ran a HLT with interrupts off: an NMI or INIT must wake it */
     uint64_t cr3;               /* guest context of the last step */
     uint64_t start_ns;          /* monotonic time of this vCPU's START */
     uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */

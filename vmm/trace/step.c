@@ -20,6 +20,7 @@
 #include "trace/backend.h"
 #include "trace/catch.h"
 #include "trace/leap.h"
+#include "x86/arch.h"
 #include "x86/debug.h"
 
 /* KVM's debug state follows from what this vCPU needs: steps, or the start trigger. */
@@ -75,6 +76,9 @@ int step_complete(struct trace_vcpu *t)
     struct cpu_view v;
     trace_view(t, &v);
     uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    /* Only an NMI, SMI or INIT ends such a halt (trace.c, before the next run). */
+    t->halted_off = t->pred_valid && arch_vm(t->cpu->vm)->irqchip && t->pred.mnemonic == ZYDIS_MNEMONIC_HLT &&
+                    rip == t->pred.from + t->pred.len && !(v.regs->rflags & RFLAGS_IF);
     if (t->pred_valid && t->tr->be->settle(t, &v, rip) < 0)
         return -1;
     window_follow_context(t, v.sregs->cr3);

@@ -37,10 +37,12 @@ CSTUB_SRC := $(wildcard guest-stub/c/*.c)
 CSTUB_ELF := $(CSTUB_SRC:guest-stub/c/%.c=$(BUILD)/guest-stub/c/%.elf)
 C64STUB_SRC := $(wildcard guest-stub/c64/*.c)
 C64STUB_ELF := $(C64STUB_SRC:guest-stub/c64/%.c=$(BUILD)/guest-stub/c64/%.elf)
+PCSTUB_SRC := $(wildcard guest-stub/pc/*.c)
+PCSTUB_ELF := $(PCSTUB_SRC:guest-stub/pc/%.c=$(BUILD)/guest-stub/pc/%.elf)
 
 all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
 
-stubs: $(STUB_BIN) $(BTS_BIN) $(CSTUB_ELF) $(C64STUB_ELF) $(BUILD)/guest-stub/linux/yield
+stubs: $(STUB_BIN) $(BTS_BIN) $(CSTUB_ELF) $(C64STUB_ELF) $(PCSTUB_ELF) $(BUILD)/guest-stub/linux/yield
 
 HEADERS   := $(shell find include vmm decoder -name '*.h')
 
@@ -93,6 +95,14 @@ $(BUILD)/guest-stub/c64/%.elf: guest-stub/c64/%.c guest-stub/c64/longmode.h gues
 	    -mno-red-zone -mcmodel=small -fno-stack-protector -fcf-protection=none -O0 -g \
 	    -Wl,-T,guest-stub/c64/long64.ld -Wl,--build-id=none -Wl,--no-warn-rwx-segments \
 	    -Wl,-z,max-page-size=0x1000 -o $@ $<
+
+# Multiboot guests of the PC platform (tests/e2e/multiboot.t): 32-bit C, each
+# with its own linker script, NAME.ld (segments below 1 MiB too).
+$(BUILD)/guest-stub/pc/%.elf: guest-stub/pc/%.c guest-stub/pc/%.ld
+	@mkdir -p $(dir $@)
+	$(CC) -m32 -static -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -no-pie -nostdlib \
+	    -fno-stack-protector -O0 -g -Wl,-T,guest-stub/pc/$*.ld -Wl,--build-id=none \
+	    -Wl,--no-warn-rwx-segments -o $@ $<
 
 # A static init for whole-system Linux traces (tests/e2e/linux_trace.t).
 $(BUILD)/guest-stub/linux/yield: guest-stub/linux/yield.c

@@ -34,6 +34,15 @@ ud2
 idtr: dw 0
 dd 0"
 mb_image "$T/spin.bin" ".l: jmp .l"
+mb_image "$T/dr7.bin" "mov eax, 0x401
+mov dr7, eax          ; L0: the guest's own breakpoint
+mov al, 1
+out 0xf4, al"
+mb_image "$T/tf.bin" "pushfd
+or dword [esp], 0x100
+popfd                 ; TF: the guest's own single-step
+mov al, 1
+out 0xf4, al"
 mb_image "$T/intn.bin" "nop
 int 0x30
 mov eax, [0x1012e8]"
@@ -140,6 +149,15 @@ kvm_pvm)
     run "int n at CPL0 without an IDT: delivered, so a triple fault" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100021" -- "$T/intn.bin" ;;
 esac
+# The guest's own TF and DR7 breakpoints: the engines step with the same
+# registers, so the trace stops before the guest arms them (docs/engine.md).
+run "traced, the guest enables its own breakpoint in DR7: status 125, one line" 125 \
+    "vbts: trace stopped at 0x100025 on vCPU 0: the guest arms its own breakpoints (MOV to DR7 enables them), which vbts does not honour while it steps the guest" \
+    -- --trace "$T/dr7.vbts" "$T/dr7.bin"
+run "traced, the guest sets its own RFLAGS.TF: status 125, one line" 125 \
+    "vbts: trace stopped at 0x100028 on vCPU 0: the guest arms its own single-step (POPF sets RFLAGS.TF), which vbts does not honour while it steps the guest" \
+    -- --trace "$T/tf.vbts" "$T/tf.bin"
+run "untraced, the guest's own breakpoint in DR7 is its own business" 3 "" -- "$T/dr7.bin"
 run "missing image" 125 "vbts: cannot open $T/nope.bin: No such file or directory" -- "$T/nope.bin"
 run "not a multiboot image" 125 \
     "vbts: $T/text.bin: not a multiboot image (no multiboot header in the first 8192 bytes)" -- "$T/text.bin"

@@ -231,6 +231,25 @@ static void system_target(const struct cpu_view *v, const ZydisDecodedInstructio
     }
 }
 
+/*
+ * The guest's own single-step and breakpoints: a POPF that sets TF, a MOV
+ * to DR7 that enables a breakpoint or general detect.  (An IRET's frame
+ * may hold the TF of the monitor's own steps, so IRET is not read here.)
+ */
+static uint8_t arms_debug(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                          const ZydisDecodedOperand *ops)
+{
+    uint64_t val;
+    if (in->mnemonic == ZYDIS_MNEMONIC_POPF || in->mnemonic == ZYDIS_MNEMONIC_POPFD ||
+        in->mnemonic == ZYDIS_MNEMONIC_POPFQ)
+        return read_stack(v, 0, 2, &val) == 0 && (val & RFLAGS_TF) ? BRANCH_DEBUG_TF : BRANCH_DEBUG_NONE;
+    if (in->mnemonic == ZYDIS_MNEMONIC_MOV && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+        ops[0].reg.value == ZYDIS_REGISTER_DR7 && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+        cpu_register(v->regs, ops[1].reg.value, &val) == 0 && (val & (0xffu | 1u << 13)))     /* L0-3, G0-3, GD */
+        return BRANCH_DEBUG_DR7;
+    return BRANCH_DEBUG_NONE;
+}
+
 int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why)
 {
     ZydisDecodedInstruction in;
@@ -240,6 +259,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
     if (p->kind == VBTS_KIND_UNKNOWN) {
         unsigned err;
         int vec;
+        p->arms_debug = arms_debug(v, &in, ops);
         if (div_faults(v, &in, ops))
             p->vector_hint = 0;
         else if ((vec = fault_segment_load(v, &in, ops, &err)) >= 0)

@@ -29,7 +29,15 @@ struct branch_pred {
     int16_t vector_hint;    /* exception it raises for sure (ud2: #UD), or -1 */
     uint8_t vector;         /* INT n, INT3: the vector */
     uint16_t mnemonic;      /* ZydisMnemonic, for what follows it (PUSHF, SYSCALL, HLT) */
+    uint8_t arms_debug;     /* enum branch_debug: it arms the guest's own debugging */
     uint64_t target;        /* linear target when taken && target_known */
+};
+
+/* What an instruction arms of the guest's own debugging, which the engines do not honour. */
+enum branch_debug {
+    BRANCH_DEBUG_NONE,
+    BRANCH_DEBUG_TF,        /* POPF loads RFLAGS with TF set */
+    BRANCH_DEBUG_DR7,       /* MOV to DR7 enables a breakpoint (L0-3, G0-3) or GD */
 };
 
 /*

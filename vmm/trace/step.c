@@ -114,6 +114,24 @@ enum vcpu_verdict step_on_debug(struct trace_vcpu *t, unsigned hits)
     return VCPU_EXIT_DONE;
 }
 
+/*
+ * The guest arms its own single-step or breakpoints: the engines step with
+ * the same TF and debug registers (KVM's guest debugging keeps the guest's
+ * own DR7 out of the CPU), so the guest would not see its #DBs where it
+ * looks for them.  The trace stops before that instruction (docs/engine.md).
+ */
+static int guest_debug_stop(struct trace_vcpu *t)
+{
+    if (t->tr->sink)
+        sink_stop(t->tr->sink, t->cpu->index, VBTS_STOP_UNSUPPORTED);
+    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                   "trace stopped at 0x%llx on vCPU %d: the guest arms its own %s, which vbts does "
+                   "not honour while it steps the guest", (unsigned long long)t->pred.from,
+                   t->cpu->index, t->pred.arms_debug == BRANCH_DEBUG_TF ?
+                   "single-step (POPF sets RFLAGS.TF)" : "breakpoints (MOV to DR7 enables them)");
+    return -1;
+}
+
 /* Predict the instruction at the vCPU's RIP, the one the next step runs. */
 int step_predict(struct trace_vcpu *t, bool tolerate_skip)
 {
@@ -146,6 +164,8 @@ int step_predict(struct trace_vcpu *t, bool tolerate_skip)
         if (!t->stepping)
             return 0;
     }
+    if (t->stepping && t->pred.arms_debug)
+        return guest_debug_stop(t);
     if (t->stepping && (t->pred.to_user || cpu_cpl(v.sregs) == 3) &&
         !t->tr->be->user_ok(t, &v, &t->pred)) {
         if (t->tr->sink)

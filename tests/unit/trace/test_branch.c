@@ -222,3 +222,24 @@ Test(branch, div_that_faults_is_foreseen)
     regs.rcx = 1;
     cr_assert_eq(predict().vector_hint, -1);
 }
+
+/* The guest's own single-step and breakpoints, which the engines stop at. */
+Test(branch, arms_the_guests_own_debugging)
+{
+    uint64_t fl = 0x302;                        /* TF and IF */
+    memcpy(gmem_ptr(&mem, regs.rsp, 8), &fl, 8);
+    code("\x9d", 1);                            /* popfq */
+    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_TF);
+    fl = 0x202;
+    memcpy(gmem_ptr(&mem, regs.rsp, 8), &fl, 8);
+    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_NONE);
+    code("\x0f\x23\xf8", 3);                    /* mov dr7, rax */
+    regs.rax = 0x400;                           /* nothing enabled */
+    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_NONE);
+    regs.rax = 0x402;                           /* G0 */
+    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_DR7);
+    regs.rax = 0x2400;                          /* GD */
+    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_DR7);
+    code("\x0f\x23\xc0", 3);                    /* mov dr0, rax: no breakpoint yet */
+    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_NONE);
+}

@@ -42,6 +42,16 @@ static int load_image(const uint8_t *img, size_t n, const char *cmdline, struct 
     return multiboot_load(&mem, img, n, &a, bi);
 }
 
+/* The image is refused, with this line. */
+static void refused(const uint8_t *img, size_t n, const char *want)
+{
+    struct boot_info bi;
+    cr_assert_eq(load_image(img, n, "", &bi), -1);
+    cr_assert_str_eq(error_last(), want);
+}
+
+#define RAM_RANGES "(RAM for images is 0x0-0x9fc00 and 0x100000-0x400000)"
+
 Test(loader, aout_loads_image_and_builds_info)
 {
     uint8_t img[64];
@@ -100,10 +110,7 @@ Test(loader, image_outside_memory)
 {
     uint8_t img[64];
     size_t n = aout_image(img, 0x3fffe0, 0, 0x400100, 0x3fffe0);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "image 0x3fffe0-0x400100 lies outside guest memory "
-                                        "(RAM for images is 0x0-0x9fc00 and 0x100000-0x400000)");
+    refused(img, n, "image 0x3fffe0-0x400100 lies outside guest memory " RAM_RANGES);
 }
 
 /* Below 640 KiB is RAM too (kvm-unit-tests' realmode.flat loads at 0x8000); the information follows. */
@@ -125,14 +132,9 @@ Test(loader, image_in_the_hole_below_one_mib)
 {
     uint8_t img[64];
     size_t n = aout_image(img, 0x9fc00, 0, 0, 0x9fc20);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "image 0x9fc00-0x9fc40 lies outside guest memory "
-                                        "(RAM for images is 0x0-0x9fc00 and 0x100000-0x400000)");
+    refused(img, n, "image 0x9fc00-0x9fc40 lies outside guest memory " RAM_RANGES);
     n = aout_image(img, 0x9fbe0, 0, 0x100100, 0x9fbe0);
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "image 0x9fbe0-0x100100 lies outside guest memory "
-                                        "(RAM for images is 0x0-0x9fc00 and 0x100000-0x400000)");
+    refused(img, n, "image 0x9fbe0-0x100100 lies outside guest memory " RAM_RANGES);
 }
 
 /* The information must fit in the image's own range of RAM: not over the hole. */
@@ -140,30 +142,22 @@ Test(loader, no_room_for_the_information_below_640k)
 {
     uint8_t img[64];
     size_t n = aout_image(img, 0x9f000, 0, 0x9f800, 0x9f020);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "no room for the multiboot information above the image "
-                                   "(needs 0xa0000-0xa0098; use a larger --memory)");
+    refused(img, n, "no room for the multiboot information above the image "
+            "(needs 0xa0000-0xa0098; use a larger --memory)");
 }
 
 Test(loader, address_wraps_around)
 {
     uint8_t img[64];
     size_t n = aout_image(img, 0xffffffe0, 0, 0, 0xffffffe0);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "image 0xffffffe0-0x100000020 lies outside guest memory "
-                                        "(RAM for images is 0x0-0x9fc00 and 0x100000-0x400000)");
+    refused(img, n, "image 0xffffffe0-0x100000020 lies outside guest memory " RAM_RANGES);
 }
 
 Test(loader, load_end_beyond_file)
 {
     uint8_t img[64];
     size_t n = aout_image(img, 0x100000, 0x100080, 0, 0x100020);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(),
-                     "multiboot header: load range 0x100000-0x100080 is larger than the file");
+    refused(img, n, "multiboot header: load range 0x100000-0x100080 is larger than the file");
 }
 
 Test(loader, load_addr_after_header)
@@ -172,20 +166,15 @@ Test(loader, load_addr_after_header)
     size_t n = aout_image(img, 0x100000, 0, 0, 0x100020);
     uint32_t load = 0x100010;
     memcpy(img + 16, &load, 4);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "multiboot header: load_addr 0x100010 does not precede "
-                                        "header_addr 0x100000 within the file");
+    refused(img, n, "multiboot header: load_addr 0x100010 does not precede "
+            "header_addr 0x100000 within the file");
 }
 
 Test(loader, entry_outside_image)
 {
     uint8_t img[64];
     size_t n = aout_image(img, 0x100000, 0, 0, 0x200000);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(),
-                     "multiboot header: entry_addr 0x200000 is outside the image 0x100000-0x100040");
+    refused(img, n, "multiboot header: entry_addr 0x200000 is outside the image 0x100000-0x100040");
 }
 
 Test(loader, truncated_aout_header)
@@ -194,18 +183,13 @@ Test(loader, truncated_aout_header)
     uint32_t h[3] = { MB_MAGIC, AOUT, -(MB_MAGIC + AOUT) };
     memset(img, 0, sizeof(img));
     memcpy(img, h, sizeof(h));
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, sizeof(img), "", &bi), -1);
-    cr_assert_str_eq(error_last(),
-                     "multiboot header is truncated (a.out kludge needs 32 bytes)");
+    refused(img, sizeof(img), "multiboot header is truncated (a.out kludge needs 32 bytes)");
 }
 
 Test(loader, unsupported_required_flag)
 {
     uint32_t h[3] = { MB_MAGIC, 0x8 | AOUT, -(MB_MAGIC + 0x8 + AOUT) };
-    struct boot_info bi;
-    cr_assert_eq(load_image((uint8_t *)h, sizeof(h), "", &bi), -1);
-    cr_assert_str_eq(error_last(), "multiboot header requires unsupported features (flags 0x8)");
+    refused((uint8_t *)h, sizeof(h), "multiboot header requires unsupported features (flags 0x8)");
 }
 
 /* ELF32: one PT_LOAD at paddr 0x100000 holding the multiboot header (no kludge). */
@@ -254,20 +238,14 @@ Test(loader, elf32_segment_outside_memory)
 {
     uint8_t img[0x140];
     size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x3fffc0, 0xc0100010);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(), "ELF segment 0x3fffc0-0x400040 lies outside guest memory "
-                                        "(RAM for images is 0x0-0x9fc00 and 0x100000-0x400000)");
+    refused(img, n, "ELF segment 0x3fffc0-0x400040 lies outside guest memory " RAM_RANGES);
 }
 
 Test(loader, elf32_entry_outside_segments)
 {
     uint8_t img[0x140];
     size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x100000, 0x12345678);
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(),
-                     "ELF entry point 0x12345678 is not inside a loadable segment");
+    refused(img, n, "ELF entry point 0x12345678 is not inside a loadable segment");
 }
 
 Test(loader, elf32_segment_beyond_file)
@@ -276,10 +254,7 @@ Test(loader, elf32_segment_beyond_file)
     size_t n = elf_image(img, sizeof(img), ELFCLASS32, 0x100000, 0xc0100010);
     Elf32_Phdr *ph = (Elf32_Phdr *)(img + sizeof(Elf32_Ehdr));
     ph->p_filesz = 0x80;
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, n, "", &bi), -1);
-    cr_assert_str_eq(error_last(),
-                     "ELF segment 0: file range 0x100+0x80 is outside the file");
+    refused(img, n, "ELF segment 0: file range 0x100+0x80 is outside the file");
 }
 
 Test(loader, not_elf_without_kludge)
@@ -287,10 +262,7 @@ Test(loader, not_elf_without_kludge)
     uint8_t img[64] = { 0 };
     uint32_t h[3] = { MB_MAGIC, 0, -MB_MAGIC };
     memcpy(img + 16, h, sizeof(h));
-    struct boot_info bi;
-    cr_assert_eq(load_image(img, sizeof(img), "", &bi), -1);
-    cr_assert_str_eq(error_last(),
-                     "not an ELF file and no a.out kludge in the multiboot header");
+    refused(img, sizeof(img), "not an ELF file and no a.out kludge in the multiboot header");
 }
 
 

@@ -21,6 +21,15 @@ static void read_bytes(uint8_t *out, size_t n)
         iobus_access(&bus, NULL, 0x511, 0, &out[i], 1);
 }
 
+/* The first n bytes of the item at key are want's. */
+static void expect(uint16_t key, const char *want, size_t n)
+{
+    uint8_t b[16];
+    select_key(key);
+    read_bytes(b, n);
+    cr_assert_eq(memcmp(b, want, n), 0, "key 0x%x", key);
+}
+
 static void setup(void)
 {
     static const struct fw_cfg_file files[2] = {
@@ -54,25 +63,12 @@ Test(fw_cfg, signature_first_then_zeros)
 
 Test(fw_cfg, integers_little_endian)
 {
-    uint8_t b[8];
-    select_key(FW_CFG_ID);
-    read_bytes(b, 4);
-    cr_assert_eq(memcmp(b, "\x01\0\0\0", 4), 0, "the port interface, no DMA");
-    select_key(FW_CFG_NB_CPUS);
-    read_bytes(b, 3);
-    cr_assert_eq(memcmp(b, "\x03\0\0", 3), 0);
-    select_key(FW_CFG_MAX_CPUS);
-    read_bytes(b, 2);
-    cr_assert_eq(memcmp(b, "\x03\0", 2), 0);
-    select_key(FW_CFG_RAM_SIZE);
-    read_bytes(b, 8);
-    cr_assert_eq(memcmp(b, "\xab\x78\x56\x34\x12\0\0\0", 8), 0);
-    select_key(FW_CFG_NOGRAPHIC);
-    read_bytes(b, 2);
-    cr_assert_eq(memcmp(b, "\x01\0", 2), 0);
-    select_key(FW_CFG_UUID);
-    read_bytes(b, 8);
-    cr_assert_eq(memcmp(b, "\0\0\0\0\0\0\0\0", 8), 0);
+    expect(FW_CFG_ID, "\x01\0\0\0", 4);                  /* the port interface, no DMA */
+    expect(FW_CFG_NB_CPUS, "\x03\0\0", 3);
+    expect(FW_CFG_MAX_CPUS, "\x03\0", 2);
+    expect(FW_CFG_RAM_SIZE, "\xab\x78\x56\x34\x12\0\0\0", 8);
+    expect(FW_CFG_NOGRAPHIC, "\x01\0", 2);
+    expect(FW_CFG_UUID, "\0\0\0\0\0\0\0\0", 8);
 }
 
 Test(fw_cfg, file_directory_big_endian_by_name)
@@ -86,25 +82,16 @@ Test(fw_cfg, file_directory_big_endian_by_name)
     cr_assert_eq(memcmp(d + 68, "\0\0\0\x03\0\x21\0\0", 8), 0);
     cr_assert_str_eq((char *)d + 76, "etc/zz");
     cr_assert_eq(d[4 + 128], 0, "nothing after the last entry");
-    uint8_t f[4];
-    select_key(0x21);
-    read_bytes(f, 4);
-    cr_assert_eq(memcmp(f, "abc\0", 4), 0);
-    select_key(0x20 | 0x4000);          /* the write channel bit: the same item */
-    read_bytes(f, 2);
-    cr_assert_eq(memcmp(f, "\x01\x02", 2), 0);
+    expect(0x21, "abc\0", 4);
+    expect(0x20 | 0x4000, "\x01\x02", 2);     /* the write channel bit: the same item */
 }
 
 /* QEMU answers a key it has no item for with zeros, arch-local ones included. */
 Test(fw_cfg, unknown_keys_read_zero)
 {
     static const uint16_t keys[] = { 0x11, 0x22, 0x3fff, 0x8000, 0x8002, 0xffff };
-    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-        select_key(keys[k]);
-        uint8_t b[4] = { 1, 1, 1, 1 };
-        read_bytes(b, 4);
-        cr_assert_eq(memcmp(b, "\0\0\0\0", 4), 0, "key 0x%x", keys[k]);
-    }
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+        expect(keys[k], "\0\0\0\0", 4);
 }
 
 /* Byte writes (the dropped write interface) and wider accesses change nothing; wide reads give 0. */

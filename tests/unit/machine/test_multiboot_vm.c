@@ -23,14 +23,20 @@ static size_t image(uint8_t *img)
     return 64;
 }
 
-Test(multiboot_vm, builds_the_machine)
+/* A VM of 8 MiB with ncpus vCPUs (a PC's irqchip with pc), or the test skips. */
+static void new_vm(struct vm *vm, int ncpus, bool pc)
 {
     if (access("/dev/kvm", R_OK | W_OK) != 0)
         cr_skip_test("no usable /dev/kvm");
+    vm_init(vm);
+    struct kvm_x86_config c = { .irqchip = pc };
+    cr_assert_eq(kvm_x86_create(vm, "/dev/kvm", 8 << 20, ncpus, &c), 0, "%s", error_last());
+}
+
+Test(multiboot_vm, builds_the_machine)
+{
     struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { 0 };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+    new_vm(&vm, 1, false);
     uint8_t img[64];
     struct multiboot_guest g = { .path = "k.bin", .image = img, .image_size = image(img),
                                  .append = "console" };
@@ -55,12 +61,8 @@ Test(multiboot_vm, builds_the_machine)
 
 Test(multiboot_vm, bad_image_is_refused)
 {
-    if (access("/dev/kvm", R_OK | W_OK) != 0)
-        cr_skip_test("no usable /dev/kvm");
     struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { 0 };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+    new_vm(&vm, 1, false);
     uint8_t img[64] = { 0 };
     struct multiboot_guest g = { .path = "bad", .image = img, .image_size = sizeof(img) };
     struct lapic_dev *a;
@@ -85,17 +87,13 @@ static uint64_t fw_cfg_read(struct vm *vm, uint16_t key, int bytes)
 /* --cpus 2: KVM's irqchip, the PC's devices, ACPI with two CPUs, fw_cfg saying so; a module. */
 Test(multiboot_vm, a_pc_with_modules)
 {
-    if (access("/dev/kvm", R_OK | W_OK) != 0)
-        cr_skip_test("no usable /dev/kvm");
+    struct vm vm;
+    new_vm(&vm, 2, true);
     char path[] = "/tmp/vbts-mod-XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     cr_assert_eq(write(fd, "NR_CPUS=2\n", 10), 10);
     close(fd);
-    struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { .irqchip = true };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 2, &c), 0, "%s", error_last());
     uint8_t img[64];
     char spec[64];
     snprintf(spec, sizeof(spec), "%s x=1", path);
@@ -126,12 +124,8 @@ Test(multiboot_vm, a_pc_with_modules)
 
 Test(multiboot_vm, a_module_that_cannot_be_read)
 {
-    if (access("/dev/kvm", R_OK | W_OK) != 0)
-        cr_skip_test("no usable /dev/kvm");
     struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { 0 };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+    new_vm(&vm, 1, false);
     uint8_t img[64];
     struct multiboot_guest g = { .path = "k.bin", .image = img, .image_size = image(img),
                                  .modules = "/nonexistent/env a" };

@@ -15,9 +15,11 @@
 #include "devices/fw_cfg.h"
 #include "devices/i8042.h"
 #include "devices/lapic.h"
+#include "devices/pc_testdev.h"
 #include "devices/serial8250.h"
 #include "vbts/le.h"
 #include "x86/acpi.h"
+#include "x86/bios.h"
 #include "x86/hostcompat.h"
 #include "x86/kvm_x86.h"
 
@@ -104,14 +106,14 @@ static int add_fw_cfg(struct vm *vm)
     return fw_cfg_register(&vm->io, &c);
 }
 
-/* The PC's devices beyond the interrupt controllers KVM has. */
+/* The PC's devices beyond the interrupt controllers KVM has, and the test device kvm-unit-tests uses. */
 static int add_pc(struct vm *vm)
 {
     if (!acpi_build(&vm->mem, vm->ncpus))
         return error_fail("no room for the ACPI tables for %d vCPUs", vm->ncpus);
     struct serial_config sc = { .out_fd = STDOUT_FILENO, .vm = vm, .irq = COM1_IRQ };
     if (!serial8250_attach(&vm->io, COM1_BASE, &sc) || acpi_pm_register(&vm->io) < 0 ||
-        i8042_register(&vm->io) < 0 || cmos_rtc_register(&vm->io) < 0)
+        i8042_register(&vm->io) < 0 || cmos_rtc_register(&vm->io) < 0 || pc_testdev_register(vm) < 0)
         return -1;
     return 0;
 }
@@ -120,7 +122,8 @@ int multiboot_vm_setup(struct vm *vm, const struct multiboot_guest *g, struct la
 {
     struct boot_info bi;
     *apic = NULL;
-    if (load(vm, g, &bi) < 0)
+    /* The firmware's IVT first: an image below 1 MiB may load over it, as under QEMU. */
+    if ((g->pc && bios_setup(vm) < 0) || load(vm, g, &bi) < 0)
         return -1;
     if (kvm_x86_enter_protected32(&vm->vcpus[0], bi.entry, MB_BOOT_MAGIC, bi.mbi) < 0)
         return -1;

@@ -8,7 +8,9 @@
  *    page for the PMI of guest BTS; HLT ends the run;
  *  - a PC (pc, from --cpus N): KVM's local APICs, I/O APIC, PICs and PIT,
  *    the APs waiting for INIT/SIPI, ACPI tables with a MADT, the RTC, ACPI
- *    power-off and keyboard-controller reset; HLT waits for an interrupt.
+ *    power-off and keyboard-controller reset, QEMU's pc-testdev, and what
+ *    its firmware leaves (x86/bios.h: PICs, PIT, IVT); HLT waits for an
+ *    interrupt.
  */
 #ifndef VBTS_MACHINE_MULTIBOOT_VM_H
 #define VBTS_MACHINE_MULTIBOOT_VM_H

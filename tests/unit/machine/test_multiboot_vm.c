@@ -103,8 +103,8 @@ Test(multiboot_vm, a_pc_with_modules)
     cr_assert_eq(multiboot_vm_setup(&vm, &g, &a), 0, "%s", error_last());
     unlink(path);
     cr_assert_null(a, "KVM's APICs, not the monitor's page");
-    cr_assert_eq(vm.mmio.n, 0);
-    cr_assert_eq(vm.io.n, 6, "COM1, ACPI PM, i8042, RTC, debug-exit, fw_cfg");
+    cr_assert_eq(vm.mmio.n, 1, "pc-testdev's memory");
+    cr_assert_eq(vm.io.n, 8, "COM1, ACPI PM, i8042, RTC, pc-testdev's ports and IRQ lines, debug-exit, fw_cfg");
     struct kvm_regs r;
     cr_assert_eq(ioctl(vm.vcpus[0].fd, KVM_GET_REGS, &r), 0);
     const uint32_t *info = gmem_ptr(&vm.mem, r.rbx, 96);

@@ -15,7 +15,7 @@ cd "$ROOT"
 ELF=$STUBS/pc/platform.elf
 have_vbts && [ -f "$ELF" ] || { plan 1; skip "multiboot platform" "vbts or $ELF is not built"; exit 0; }
 T=$TMP
-plan 16
+plan 19
 
 printf 'NR_CPUS=1\nMEMSIZE=256\n' >"$T/env"
 printf 'second' >"$T/two,b"
@@ -125,4 +125,23 @@ out dx, ax
 cli
 hlt"
 run "--cpus 1: ACPI power-off ends the run with status 0" 0 "" -- --cpus 1 "$T/halt.bin"
+# The firmware's state (x86/bios.h): the PIT's IRQ0 reaches the CPU at the PIC's vector 8.
+mb_image "$T/timer.bin" "lidt [idtr]
+sti
+hlt                   ; woken by the timer
+ud2
+tick: mov al, 7       ; the handler: no iretd (kvm_pvm cannot run it at CPL0)
+out 0xf4, al
+idtr: dw 9 * 8 - 1
+dd idt - \$\$ + 0x100000
+idt: times 8 dq 0
+dw (tick - \$\$ + 0x100000) & 0xffff, 0x08, 0x8e00, (tick - \$\$ + 0x100000) >> 16"
+run "--cpus 1: the PIT ticks on IRQ0, at the PIC's vector 8, as the firmware leaves them" 15 "" -- --cpus 1 "$T/timer.bin"
+run "--cpus 1, traced: the timer's interrupt wakes the HLT" 15 "" -- --cpus 1 --trace "$T/timer.vbts" -q "$T/timer.bin"
+recs=$("$VBTS_DECODE" "$T/timer.vbts" 2>&1 | awk '$2 ~ /^0x/ { print $2, $4 }')
+if [ "$recs" = "0x0000000000100029 0x000000000010002b" ]; then
+    ok "--cpus 1, traced: one record, from after the HLT to the handler"
+else
+    fail "--cpus 1, traced: one record, from after the HLT to the handler" "got: $recs"
+fi
 run "--cpus 0 refused" 125 "vbts: --cpus: '0' is not a number from 1 to 64" -- --cpus 0 "$ELF"

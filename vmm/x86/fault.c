@@ -578,6 +578,13 @@ uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDeco
                                 in->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
                                 in->meta.category == ZYDIS_CATEGORY_CALL))
         m |= V(21);
+    /*
+     * An event through a gate pushes its frame on the handler's stack,
+     * which may fault (kvm-unit-tests' eventinj: int $33 through a gate
+     * not present, its #NP onto a read-only stack, so #PF on an IST one).
+     */
+    if (in->meta.category == ZYDIS_CATEGORY_INTERRUPT && (s->cr0 & CR0_PG))
+        m |= V(14);
     /* An exception on the way into the handler of another: #DF, or the second alone. */
     if (m & ~(V(14) | V(3) | V(4)))
         m |= V(8);

@@ -241,6 +241,9 @@ Test(fault, what_a_plain_instruction_may_raise)
     cr_assert(may_raise() & V(0));
     code((uint8_t[]){ 0xf3, 0x0f, 0xb8, 0xc3 }, 4);     /* popcnt eax, ebx: an extension */
     cr_assert(may_raise() & V(6), "#UD where the CPU lacks it");
+    code((uint8_t[]){ 0xcd, 0x21 }, 2);                 /* int 0x21 */
+    cr_assert_eq(may_raise() & (V(14) | V(11) | V(13)), V(14) | V(11) | V(13),
+                 "the gate (#NP, #GP) and the frame's push on the handler's stack (#PF)");
     code((uint8_t[]){ 0x0f, 0x01, 0xd0 }, 3);           /* xgetbv */
     cr_assert_eq(may_raise() & (V(13) | V(6)), V(13) | V(6), "#GP for an XCR ECX does not name, #UD");
     PTE(0x10000, 0);                                    /* the code's own page gone */

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <time.h>
 #include <linux/kvm.h>
 
 #include "export/sink.h"
@@ -18,6 +16,7 @@
 #include "trace/exitcheck.h"
 #include "trace/leap.h"
 #include "trace/step.h"
+#include "trace/wait.h"
 #include "trace/window.h"
 #include "x86/debug.h"
 #include "x86/event.h"
@@ -127,82 +126,6 @@ static void start_reachable(struct trace_vcpu *t)
             (unsigned long long)t->tr->cfg->start);
 }
 
-/*
- * An AP waits for INIT and SIPI (KVM_MP_STATE_UNINITIALIZED, then
- * INIT_RECEIVED), and KVM, taking the SIPI inside KVM_RUN, sets its CS:IP
- * and runs it on at once: a step armed where it stood would end past the
- * first instruction of an entry the engine never saw.  KVM_RUN returns
- * before any guest code while the AP is UNINITIALIZED (EAGAIN once INIT,
- * or INIT and SIPI, came); in INIT_RECEIVED the vCPU is kept out of
- * KVM_RUN and KVM_GET_MP_STATE (which takes a pending SIPI) asked until it
- * has started.  Then the engine predicts from the SIPI's entry.  (An INIT
- * that a running vCPU gets is not seen: its step ends elsewhere than
- * predicted, and the trace stops there.)
- */
-static int await_start(struct trace_vcpu *t)
-{
-    struct kvm_mp_state mp;
-    for (;;) {
-        if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0)
-            return error_fail_errno("KVM_GET_MP_STATE");
-        if (mp.mp_state == KVM_MP_STATE_UNINITIALIZED) {
-            t->sipi_wait = true;
-            return 0;
-        }
-        if (mp.mp_state != KVM_MP_STATE_INIT_RECEIVED || vm_ending(t->cpu->vm))
-            break;
-        t->sipi_wait = true;
-        static const struct timespec poll = { 0, 100 * 1000 };
-        nanosleep(&poll, NULL);
-    }
-    if (mp.mp_state == KVM_MP_STATE_INIT_RECEIVED)
-        return 0;       /* the run ends: KVM_RUN returns at once */
-    t->started = true;
-    return t->sipi_wait ? window_restart(t) : 0;
-}
-
-/*
- * A HLT with interrupts off halts the CPU until an NMI, SMI or INIT.
- * Single-stepped, kvm_pvm leaves the vCPU runnable and runs the next
- * instruction (an AP's `cli; hlt; jmp` looped in its trace, 643 times,
- * while untraced it stays halted); stock KVM leaves it halted.  Either
- * way it is halted here and waits out of KVM_RUN until KVM has an NMI for
- * it or has taken an INIT (then it waits for its SIPI: await_start), or
- * the window closes and it runs on untraced.
- */
-static int await_wake(struct trace_vcpu *t)
-{
-    long ns = 100 * 1000;
-    t->halted_off = false;
-    for (bool first = true;; first = false) {
-        struct kvm_mp_state mp;
-        struct kvm_vcpu_events ev;
-        if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0)
-            return error_fail_errno("KVM_GET_MP_STATE");
-        if (first && mp.mp_state == KVM_MP_STATE_RUNNABLE) {
-            mp.mp_state = KVM_MP_STATE_HALTED;
-            if (ioctl(t->cpu->fd, KVM_SET_MP_STATE, &mp) < 0)
-                return error_fail_errno("KVM_SET_MP_STATE");
-        } else if (mp.mp_state != KVM_MP_STATE_HALTED) {
-            t->started = false;     /* INIT, and perhaps SIPI, came: predicted afresh */
-            t->sipi_wait = true;
-            return 0;
-        }
-        if (ioctl(t->cpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
-            return error_fail_errno("KVM_GET_VCPU_EVENTS");
-        if (ev.nmi.pending || ev.smi.pending || vm_ending(t->cpu->vm))
-            return 0;
-        if (window_poll(t) < 0)
-            return -1;
-        if (!t->stepping)
-            return 0;
-        struct timespec ts = { 0, ns };
-        nanosleep(&ts, NULL);
-        if (ns < 10 * 1000 * 1000)
-            ns *= 2;
-    }
-}
-
 static int on_pre_run(struct vcpu *cpu, void *ctx)
 {
     struct trace_vcpu *t = of(ctx, cpu);
@@ -211,11 +134,11 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
     start_reachable(t);
     if (!t->stepping)
         return 0;
-    if (t->halted_off && await_wake(t) < 0)
+    if (t->halted_off && wait_halted(t) < 0)
         return -1;
     if (!t->stepping)
         return 0;
-    if (!t->started && await_start(t) < 0)
+    if (!t->started && wait_start(t) < 0)
         return -1;
     return t->tr->engine == TRACE_ENGINE_BRANCH ? leap_before_run(t) : t->tr->be->arm_step(t, false);
 }

@@ -496,47 +496,14 @@ static unsigned iret_chain(const struct cpu_view *v, struct branch_pred p, uint6
     return n;
 }
 
-/*
- * HLT is the monitor's here.  Single-stepped, kvm_pvm halts nothing (an
- * AP's `hlt; jmp` idle loop left a record each turn), and a HLT an
- * interrupt ended within its step left the vCPU to halt later, in the
- * handler with interrupts off, for good (kvm-unit-tests' smptest: the AP
- * stood in its IPI handler and the BSP waited for it).  The monitor moves
- * RIP past it, which ends its step (no record: it is no branch), and the
- * vCPU waits halted for what wakes it (wait.c); the next step takes that
- * event from the instruction after the HLT, as the CPU does.
- */
-static int complete_hlt(struct trace_vcpu *t)
-{
-    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
-    struct kvm_vcpu_events ev;
-    r->rip += t->pred.len;
-    if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
-        return error_fail_errno("KVM_SET_REGS");
-    /* The HLT ran: an STI's or MOV SS's shadow over it ends (`sti; hlt` takes its interrupt). */
-    if (ioctl(t->cpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
-        return error_fail_errno("KVM_GET_VCPU_EVENTS");
-    if (ev.interrupt.shadow) {
-        ev.interrupt.shadow = 0;
-        ev.flags = KVM_VCPUEVENT_VALID_SHADOW;
-        if (ioctl(t->cpu->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
-            return error_fail_errno("KVM_SET_VCPU_EVENTS");
-    }
-    t->steps++;
-    if (step_complete(t) < 0)
-        return -1;
-    if (t->stepping && wait_halted(t) < 0)
-        return -1;
-    return t->stepping && !t->started ? wait_start(t) : 0;
-}
-
 static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
 {
     (void)let_in;
     struct cpu_view v;
+    /* HLT is the monitor's here (wait.c, wait_hlt). */
     if (t->pred_valid && t->pred.mnemonic == ZYDIS_MNEMONIC_HLT && t->pred.cpl == 0 &&
         arch_vm(t->cpu->vm)->irqchip) {
-        if (complete_hlt(t) < 0)
+        if (wait_hlt(t) < 0)
             return -1;
         if (!t->stepping)
             return 0;       /* the window closed while it waited */

@@ -7,6 +7,7 @@
 
 #include "core/vcpu.h"
 #include "core/vm.h"
+#include "trace/step.h"
 #include "trace/window.h"
 #include "x86/cpu.h"
 
@@ -103,4 +104,38 @@ int wait_halted(struct trace_vcpu *t)
             return 0;
         pause_ns(&ns);
     }
+}
+
+/*
+ * HLT is the monitor's on kvm_pvm (pvm.c).  Single-stepped, kvm_pvm halts nothing (an
+ * AP's `hlt; jmp` idle loop left a record each turn), and a HLT an
+ * interrupt ended within its step left the vCPU to halt later, in the
+ * handler with interrupts off, for good (kvm-unit-tests' smptest: the AP
+ * stood in its IPI handler and the BSP waited for it).  The monitor moves
+ * RIP past it, which ends its step (no record: it is no branch), and the
+ * vCPU waits halted for what wakes it (wait_halted); the next step takes that
+ * event from the instruction after the HLT, as the CPU does.
+ */
+int wait_hlt(struct trace_vcpu *t)
+{
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    struct kvm_vcpu_events ev;
+    r->rip += t->pred.len;
+    if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
+        return error_fail_errno("KVM_SET_REGS");
+    /* The HLT ran: an STI's or MOV SS's shadow over it ends (`sti; hlt` takes its interrupt). */
+    if (ioctl(t->cpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+        return error_fail_errno("KVM_GET_VCPU_EVENTS");
+    if (ev.interrupt.shadow) {
+        ev.interrupt.shadow = 0;
+        ev.flags = KVM_VCPUEVENT_VALID_SHADOW;
+        if (ioctl(t->cpu->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+            return error_fail_errno("KVM_SET_VCPU_EVENTS");
+    }
+    t->steps++;
+    if (step_complete(t) < 0)
+        return -1;
+    if (t->stepping && wait_halted(t) < 0)
+        return -1;
+    return t->stepping && !t->started ? wait_start(t) : 0;
 }

@@ -19,4 +19,11 @@ int wait_start(struct trace_vcpu *t);
  */
 int wait_halted(struct trace_vcpu *t);
 
+/*
+ * The monitor runs the HLT at the prediction (RIP past it, an STI's shadow
+ * ended), ends its step, then wait_halted() and, after an INIT,
+ * wait_start().  For hosts that do not halt a single-stepped HLT.
+ */
+int wait_hlt(struct trace_vcpu *t);
+
 #endif

@@ -57,6 +57,8 @@
  * operands last.
  */
 static const uint8_t watch_order[] = { 13, 11, 12, 6, 10, 0, 5, 17, 16, 19, 7, 21, 4, 14, 8, 3 };
+/* A delivery the monitor could not model: the stack's #PF first (eventinj: #NP onto a read-only stack). */
+static const uint8_t delivery_order[] = { 14, 8, 13, 11, 12, 10 };
 
 /* When a step may let a pending interrupt in. */
 enum tf_irq {
@@ -288,6 +290,12 @@ static int arm_watch(struct trace_vcpu *t)
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     const char *why;
     uint32_t m = t->tf.also_watch;
+    uint8_t order[sizeof(watch_order) + sizeof(delivery_order)];
+    size_t n = 0;
+    if (m)
+        memcpy(order, delivery_order, n = sizeof(delivery_order));
+    memcpy(order + n, watch_order, sizeof(watch_order));
+    n += sizeof(watch_order);
     t->tf.also_watch = 0;
     t->tf.nwatch = 0;
     if (t->tr->watch)
@@ -295,8 +303,8 @@ static int arm_watch(struct trace_vcpu *t)
     int slots = DEBUG_MAX_BP - debug_bps_of_others(t->cpu, DEBUG_TRACE);
     t->tf.unwatched = t->tr->watch ? m : 0;
     memset(t->tf.watch_vectors, 0, sizeof(t->tf.watch_vectors));
-    for (unsigned i = 0; i < sizeof(watch_order) && t->tr->watch; i++) {
-        unsigned vec = watch_order[i];
+    for (size_t i = 0; i < n && t->tr->watch; i++) {
+        unsigned vec = order[i];
         uint64_t h;
         if (!(m & (1u << vec)) || cpu_idt_handler(&v, vec, &h) < 0 || h == rip)
             continue;

@@ -260,6 +260,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
         unsigned err;
         int vec;
         p->arms_debug = arms_debug(v, &in, ops);
+        p->irq_change = cpu_irq_change(v, &in, ops);
         if (div_faults(v, &in, ops))
             p->vector_hint = 0;
         else if ((vec = fault_segment_load(v, &in, ops, &err)) >= 0)

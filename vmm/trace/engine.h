@@ -76,6 +76,8 @@ struct tf_state {
     unsigned irq_gap;           /* interruptible steps still owed to the guest */
     bool r11_tf;                /* TF set in R11 for a SYSRET */
     bool probe_soon;            /* IF may have become 1: ask at the next boundary */
+    bool probe_next;            /* ...at the one after: an STI's or MOV SS's shadow is on the next */
+    bool irq_owed;              /* the guest raised an interrupt or NMI itself (a self-IPI): no gap */
     bool halted;                /* after HLT: nothing runs until an event comes */
     int nwatch;                 /* exception handlers under breakpoints for the step in flight */
     uint64_t watch[4];

@@ -85,7 +85,7 @@ static bool written(const struct stretch *s, ZydisRegister r)
 /*
  * The instruction writes (or may write) into the IDT: the handlers watched for the rest
  * of the stretch were read from it before (a guest that sets a gate and
- * then faults through it).
+ * then faults through it).  Or into an APIC's page.
  */
 static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                        const ZydisDecodedOperand *ops, const struct stretch *s)
@@ -114,6 +114,9 @@ static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecode
         if (cpu_operand_address(&at, in, &ops[i], &ea) < 0)
             return true;
         if (ea <= end + slack && ea + ops[i].size / 8 + slack > base)
+            return true;
+        /* An APIC's register: an interrupt may be due at once (a self-IPI), which steps let in. */
+        if (cpu_lin_irqchip(&at, ea))
             return true;
     }
     return false;

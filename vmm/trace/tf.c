@@ -129,12 +129,14 @@ static bool probe_due(const struct trace_vcpu *t, enum tf_irq mode)
 {
     if (t->tf.halted)
         return true;
+    /* An IPI or NMI the guest sent itself comes when the CPU takes it, gap or not (eventinj). */
+    bool owed = t->tf.irq_owed && t->tf.probe_soon;
     if (!(t->cpu->run->s.regs.regs.rflags & RFLAGS_IF))
-        return false;
+        return owed;
     /* The branch engine paces them by time: a millisecond at least between two. */
     if (mode != TF_IRQ_HOST)
-        return mode == TF_IRQ_NOW;
-    return !t->tf.irq_gap && (t->tf.probe_soon || t->tf.since_probe >= PROBE_EVERY);
+        return mode == TF_IRQ_NOW || owed;
+    return owed || (!t->tf.irq_gap && (t->tf.probe_soon || t->tf.since_probe >= PROBE_EVERY));
 }
 
 /* Ask KVM for a pending interrupt or NMI: 1 and delivered, 0 none, -1 error. */
@@ -146,6 +148,8 @@ static int probe(struct trace_vcpu *t)
     if (debug_let_irq(t->cpu) < 0 || vcpu_probe(t->cpu) < 0 || debug_rearm(t->cpu) < 0)
         return -1;
     int k = event_take_pending(t->cpu, &d);
+    if (k == 0 && (t->cpu->run->s.regs.regs.rflags & RFLAGS_IF))
+        t->tf.irq_owed = false;     /* what the guest raised has come */
     if (k <= 0)
         return k;
     if (d.kind == DELIVER_INTERRUPT || d.kind == DELIVER_NMI)
@@ -463,9 +467,12 @@ static int clear_tf_leaks(struct trace_vcpu *t, unsigned mnemonic)
 static int after(struct trace_vcpu *t, const struct branch_pred *p, uint64_t rip)
 {
     unsigned m = p->mnemonic;
-    if (m == ZYDIS_MNEMONIC_STI || m == ZYDIS_MNEMONIC_POPF || m == ZYDIS_MNEMONIC_POPFD ||
-        m == ZYDIS_MNEMONIC_POPFQ || p->kind == VBTS_KIND_IRET)
-        t->tf.probe_soon = true;           /* IF may be 1 now */
+    bool shadowed = t->tf.probe_next;      /* the instruction under an STI's shadow ran */
+    t->tf.probe_next = m == ZYDIS_MNEMONIC_STI || p->shadow;
+    if (shadowed || m == ZYDIS_MNEMONIC_POPF || m == ZYDIS_MNEMONIC_POPFD ||
+        m == ZYDIS_MNEMONIC_POPFQ || p->kind == VBTS_KIND_IRET || p->irq_change)
+        t->tf.probe_soon = true;           /* IF may be 1 now, or an interrupt pending (a self-IPI) */
+    t->tf.irq_owed |= p->irq_change;
     if (m == ZYDIS_MNEMONIC_HLT && rip == p->from + p->len)
         t->tf.halted = true;
     return clear_tf_leaks(t, m);
@@ -569,16 +576,14 @@ static bool tf_user_ok(const struct trace_vcpu *t, const struct cpu_view *v, con
 }
 
 /*
- * Halted after a HLT it stepped, the vCPU waits for its interrupt in steps
- * (settle_events).  Code in a segment whose base is not 0 (real mode, an
- * AP's start at its SIPI page, 16-bit or segmented 32-bit code) is stepped
- * too: QEMU 10's nested SVM (the lab) dies of SIGSEGV, every time, once a
- * stretch runs there under its breakpoint, though the breakpoint's linear
- * address is right (docs/engine.md); steps trace that code exactly.
+ * Stepped: a vCPU halted after a HLT (settle_events), one that may have an
+ * interrupt due (or past an STI's shadow), and code whose CS base is not 0
+ * (real mode, an AP's SIPI page): QEMU 10's nested SVM (the lab) dies of
+ * SIGSEGV under a stretch's breakpoint there (docs/engine.md).
  */
 static bool tf_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
 {
-    return !t->tf.halted && (v->sregs->cs.base == 0 || v->sregs->cs.l);
+    return !(t->tf.halted || t->tf.probe_soon || t->tf.probe_next) && (v->sregs->cs.base == 0 || v->sregs->cs.l);
 }
 
 const struct backend backend_tf = {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vbts/le.h"
+#include "x86/pc.h"
 
 void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl)
 {
@@ -383,4 +384,41 @@ int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction 
         ea += seg->base;
     *lin = long64 ? ea : (uint32_t)ea;
     return 0;
+}
+
+bool cpu_lin_irqchip(const struct cpu_view *v, uint64_t lin)
+{
+    struct gmem_paging pg;
+    struct gmem_access a;
+    uint64_t gpa;
+    cpu_paging(v->sregs, &pg);
+    if (gmem_walk(v->mem, &pg, lin, &gpa, &a) != GMEM_OK)
+        return false;
+    gpa &= ~0xfffull;
+    return gpa == LAPIC_BASE || gpa == IOAPIC_ADDR;
+}
+
+bool cpu_irq_change(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                    const ZydisDecodedOperand *ops)
+{
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_WRMSR:
+        return (uint32_t)v->regs->rcx >= 0x800 && (uint32_t)v->regs->rcx <= 0x8ff;
+    case ZYDIS_MNEMONIC_OUT: case ZYDIS_MNEMONIC_OUTSB: case ZYDIS_MNEMONIC_OUTSW:
+    case ZYDIS_MNEMONIC_OUTSD:
+        return true;    /* a device may raise its line (the PIC's EOI and mask too) */
+    default:
+        break;
+    }
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        uint64_t ea;
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[i].reg.value == ZYDIS_REGISTER_CR8 &&
+            (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            return true;
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM &&
+            (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+            cpu_operand_address(v, in, &ops[i], &ea) == 0 && cpu_lin_irqchip(v, ea))
+            return true;
+    }
+    return false;
 }

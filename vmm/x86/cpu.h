@@ -102,6 +102,14 @@ int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction 
  */
 bool cpu_store_below_sp(const ZydisDecodedOperand *op);
 /*
+ * The linear address maps onto the local APIC's or the I/O APIC's page
+ * (x86/pc.h): a store there may make an interrupt deliverable at once.
+ */
+bool cpu_lin_irqchip(const struct cpu_view *v, uint64_t lin);
+/* ...and so may this instruction: such a store, a WRMSR to an x2APIC register, MOV to CR8, OUT. */
+bool cpu_irq_change(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                    const ZydisDecodedOperand *ops);
+/*
  * The linear bytes the instruction at `lin` stores, as one range over all
  * its memory writes (a push's and a call's below the stack pointer, two
  * slots for a far call's): [*lo, *lo + *len), *len 0 if it stores nothing

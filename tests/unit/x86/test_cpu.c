@@ -139,3 +139,32 @@ Test(cpu, stores_of_an_instruction_as_one_range)
     cpu_stores(&view, regs.rip, &lo, &len);
     cr_assert_eq(len, 0);
 }
+
+/* What may make an interrupt due at once: the trace engines let one in after it (trace/tf.c). */
+static bool irq_change(const uint8_t *code, size_t n)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    memcpy(gmem_ptr(&mem, regs.rip, n), code, n);
+    cr_assert_eq(cpu_decode(&view, regs.rip, &in, ops, &why), 0);
+    return cpu_irq_change(&view, &in, ops);
+}
+
+Test(cpu, what_may_make_an_interrupt_due)
+{
+    /* The first 2 MiB map themselves; 0x1ff000 stands for the APIC's page, mapped there. */
+    vbts_put64(gmem_ptr(&mem, 0x4000 + 8 * 0x1ff, 8), 0xfee00000 | 3);
+    regs.rbx = 0x1ff300;                                /* ICR */
+    cr_assert(irq_change((uint8_t[]){ 0x89, 0x03 }, 2), "mov [rbx], eax: a store to the local APIC");
+    cr_assert_not(irq_change((uint8_t[]){ 0x8b, 0x03 }, 2), "a load from it");
+    cr_assert(cpu_lin_irqchip(&view, 0x1ff030));
+    regs.rbx = 0x20000;
+    cr_assert_not(irq_change((uint8_t[]){ 0x89, 0x03 }, 2), "a store to RAM");
+    regs.rcx = 0x830;
+    cr_assert(irq_change((uint8_t[]){ 0x0f, 0x30 }, 2), "wrmsr to x2APIC's ICR");
+    regs.rcx = 0x10;
+    cr_assert_not(irq_change((uint8_t[]){ 0x0f, 0x30 }, 2), "wrmsr to the TSC");
+    cr_assert(irq_change((uint8_t[]){ 0x44, 0x0f, 0x22, 0xc0 }, 4), "mov cr8, rax");
+    cr_assert(irq_change((uint8_t[]){ 0xe6, 0x20 }, 2), "out 0x20, al");
+}

@@ -13,6 +13,7 @@
 #include "x86/debug.h"
 #include "x86/event.h"
 #include "x86/hostcompat.h"
+#include "x86/vcpu_state.h"
 
 #define ARCH_MAX_LISTENERS 4
 
@@ -33,6 +34,7 @@ struct arch_vcpu {
     struct debug_state dbg;
     struct hostcompat_vcpu hc;
     bool soft_events;           /* events are delivered in software (x86/event.h) */
+    struct vcpu_state end_state;    /* taken at the thread's end (x86/vcpu_state.h) */
 };
 
 static inline struct arch_vm *arch_vm(const struct vm *vm)

@@ -11,6 +11,7 @@
 #include "core/kvm.h"
 #include "core/vm.h"
 #include "x86/arch.h"
+#include "x86/vcpu_state.h"
 #include "x86/cpu.h"
 #include "x86/host.h"
 
@@ -165,7 +166,8 @@ int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int n
         return -1;
     if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR) < 0)
         return error_fail_errno("KVM_SET_TSS_ADDR");
-    if (user_space_msr(vm) < 0 || vcpu_on_exit(vm, KVM_EXIT_SHUTDOWN, on_shutdown, NULL) < 0)
+    if (user_space_msr(vm) < 0 || vcpu_on_exit(vm, KVM_EXIT_SHUTDOWN, on_shutdown, NULL) < 0 ||
+        vcpu_state_install(vm) < 0)
         return -1;
     /* Before any vCPU exists: KVM then gives each one an in-kernel local APIC. */
     if (a->irqchip && create_irqchip(vm) < 0)

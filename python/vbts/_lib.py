@@ -113,6 +113,35 @@ lib = _load()
 path = lib._name
 
 
+class Handle:
+    """A libvbtsdecode object (`_h`), freed by close(): at the end of a
+    with block, or when the Python object goes."""
+
+    _h = None
+
+    def _free(self, h):
+        raise NotImplementedError
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("operation on a closed vbts.%s" % type(self).__name__)
+        return self._h
+
+    def close(self):
+        if self._h:
+            self._free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
 def text(p):
     """A C string from the library as str (names are the file's bytes: never fail on them)."""
     return None if p is None else p.decode("utf-8", "backslashreplace")

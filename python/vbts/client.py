@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from . import errors
-from ._lib import ON_ITEM, Item, lib
+from ._lib import ON_ITEM, Handle, Item, lib
 from .records import from_record
 
 # enum vbts_msg_type, include/vbts/protocol.h
@@ -59,7 +59,7 @@ def _mode(m):
     return OVERFLOW_MODES[m] if m < len(OVERFLOW_MODES) else "?"
 
 
-class Client:
+class Client(Handle):
     """A control session with a running vbts (`--trace unix:PATH` or
     `tcp:HOST:PORT`): HELLO on connecting, then status(), config(), size(),
     get(), clear(), drain() and stream().  Errors are ClientError (the
@@ -69,23 +69,22 @@ class Client:
     def __init__(self, addr, *, compress=False):
         self.addr = addr
         err = ctypes.create_string_buffer(512)
-        self._c = lib.vbts_client_open_opts(addr.encode(), _HELLO_ZSTD if compress else 0, err,
+        self._h = lib.vbts_client_open_opts(addr.encode(), _HELLO_ZSTD if compress else 0, err,
                                             len(err))
-        if not self._c:
+        if not self._h:
             raise errors.client_error(err.value.decode(errors="backslashreplace"))
-        self.ncpus = lib.vbts_client_ncpus(self._c)
+        self.ncpus = lib.vbts_client_ncpus(self._h)
         #: the trace's file-header flags (bit 0: branch records carry kinds)
-        self.file_flags = lib.vbts_client_file_flags(self._c)
+        self.file_flags = lib.vbts_client_file_flags(self._h)
 
     def _call(self, msg, payload=b"", on_chunk=None):
         """The reply's payload after its status; chunks before it to on_chunk(item)."""
-        if not self._c:
-            raise ValueError("I/O operation on a closed vbts.Client")
+        c = self._handle()
         it = Item()
         err = ctypes.create_string_buffer(512)
         cb = ON_ITEM(lambda ctx, p: on_chunk(p.contents) if p.contents.kind == _ITEM_CHUNK else 0) \
             if on_chunk else ON_ITEM()
-        if lib.vbts_client_call(self._c, msg, payload, len(payload), ctypes.byref(it), err,
+        if lib.vbts_client_call(c, msg, payload, len(payload), ctypes.byref(it), err,
                                 len(err), cb, None) < 0:
             status = it.status if it.kind == 1 and it.type & 0x8000 else None
             raise errors.client_error("%s: %s" % (self.addr, err.value.decode(errors="backslashreplace")),
@@ -181,7 +180,7 @@ class Client:
 
     def _start_stream(self):
         self._call(_STREAM, bytes(8))
-        return lib.vbts_client_fd(self._c)
+        return lib.vbts_client_fd(self._handle())
 
     def stream(self, check_complete=True):
         """STREAM: the live trace from here on as a Trace (which then owns
@@ -189,19 +188,8 @@ class Client:
         from .trace import Trace
         return Trace(self, check_complete=check_complete)
 
-    def close(self):
-        if self._c:
-            lib.vbts_client_close(self._c)
-            self._c = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    def _free(self, h):
+        lib.vbts_client_close(h)
 
 
 __all__ = ["Client", "Status", "CpuStatus", "Config", "OVERFLOW_MODES"]

@@ -7,27 +7,27 @@ import os
 import numpy as np
 
 from .errors import SymbolsError
-from ._lib import lib
+from ._lib import Handle, lib
 
 
-class Symbols:
+class Symbols(Handle):
     """The symbol table vbts-decode --symbols FILE uses: lookups give what
     its lines show."""
 
     def __init__(self, path):
         self.path = os.fsdecode(path)
         err = ctypes.create_string_buffer(512)
-        self._s = lib.vbts_symtab_load(os.fsencode(path), err, len(err))
-        if not self._s:
+        self._h = lib.vbts_symtab_load(os.fsencode(path), err, len(err))
+        if not self._h:
             raise SymbolsError(err.value.decode(errors="backslashreplace"))
 
     def __len__(self):
-        return lib.vbts_symtab_count(self._check())
+        return lib.vbts_symtab_count(self._handle())
 
     def lookup(self, addr):
         """(name, offset) of the symbol that covers addr, or None."""
         off = ctypes.c_uint64()
-        name = lib.vbts_symtab_lookup(self._check(), addr, ctypes.byref(off))
+        name = lib.vbts_symtab_lookup(self._handle(), addr, ctypes.byref(off))
         return None if name is None else (name.decode(errors="backslashreplace"), off.value)
 
     def format(self, addr):
@@ -43,7 +43,7 @@ class Symbols:
         a = np.ascontiguousarray(addrs, dtype=np.uint64)
         ptrs = np.empty(a.size, dtype=np.uintp)
         offs = np.empty(a.size, dtype=np.uint64)
-        lib.vbts_symtab_lookup_many(self._check(), a.ctypes.data, a.size, ptrs.ctypes.data,
+        lib.vbts_symtab_lookup_many(self._handle(), a.ctypes.data, a.size, ptrs.ctypes.data,
                                     offs.ctypes.data)
         # A name per distinct symbol, not per address; two symbols may
         # share a name (static functions): one category each name.
@@ -59,24 +59,8 @@ class Symbols:
                 names.append(name)
         return lut[inv].reshape(a.shape), names, offs.reshape(a.shape)
 
-    def _check(self):
-        if not self._s:
-            raise ValueError("operation on closed vbts.Symbols")
-        return self._s
-
-    def close(self):
-        if self._s:
-            lib.vbts_symtab_free(self._s)
-            self._s = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    def _free(self, h):
+        lib.vbts_symtab_free(h)
 
 
 __all__ = ["Symbols"]

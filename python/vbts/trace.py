@@ -8,7 +8,7 @@ import stat
 import numpy as np
 
 from . import errors
-from ._lib import Event, FileHeader, lib
+from ._lib import Event, FileHeader, Handle, lib
 from .records import BRANCH_DTYPE, Branch, Stop, marker
 
 CHUNK = 65536           # records per array from chunks()
@@ -30,7 +30,7 @@ def open(source, *, compress=False, check_complete=True):   # noqa: A001 (vbts.o
     return Trace(source, compress=compress, check_complete=check_complete)
 
 
-class Trace:
+class Trace(Handle):
     """A trace being read.  Iterating it gives its records in stream order
     as Branch and Marker objects; chunks() gives its branch records as NumPy
     arrays (BRANCH_DTYPE); `markers` keeps every marker read.  Both may be
@@ -40,7 +40,6 @@ class Trace:
     after libvbtsdecode's error, once every record before it was given."""
 
     def __init__(self, source, *, compress=False, check_complete=True):
-        self._r = None
         self._fd = -1
         self._own_fd = False
         self._client = None
@@ -65,7 +64,7 @@ class Trace:
             e = ctypes.get_errno()
             self.close()
             raise OSError(e, os.strerror(e))
-        self._r = r
+        self._h = r
 
     def _open(self, source, compress):
         from .client import Client   # the client module reads traces too
@@ -108,7 +107,7 @@ class Trace:
         if self._hdr is None:
             h = FileHeader()
             while True:
-                rc = lib.vbts_reader_header(self._check_open(), ctypes.byref(h))
+                rc = lib.vbts_reader_header(self._handle(), ctypes.byref(h))
                 if rc != errors.AGAIN:
                     break
                 self._wait()
@@ -215,7 +214,7 @@ class Trace:
         """Branch arrays and (markers=True) Marker objects in stream order.
         next_buf(): the array to fill next (the yielded pieces are views of
         it); asked for after each yield."""
-        r = self._check_open()
+        r = self._handle()
         self.header                          # noqa: B018 (errors of the header first)
         ev = self._ev
         buf = next_buf()
@@ -289,22 +288,18 @@ class Trace:
                 "after is not in the trace" % (self.name, m.cpu, _EARLY[m.aux], m.reason), self.name)
 
     def _error(self, rc):
-        return errors.trace_error(rc, self.name, lib.vbts_reader_offset(self._r), ctypes.get_errno())
+        return errors.trace_error(rc, self.name, lib.vbts_reader_offset(self._h), ctypes.get_errno())
 
     def _wait(self):
         select.select([self._fd], [], [])
 
-    def _check_open(self):
-        if not self._r:
-            raise ValueError("I/O operation on a closed vbts.Trace")
-        return self._r
-
     # --- lifetime ------------------------------------------------------------
 
+    def _free(self, h):
+        lib.vbts_reader_free(h)
+
     def close(self):
-        if self._r:
-            lib.vbts_reader_free(self._r)
-            self._r = None
+        super().close()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -312,17 +307,8 @@ class Trace:
             os.close(self._fd)
         self._fd = -1
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
     def __repr__(self):
-        return "<vbts.Trace %s%s>" % (self.name, "" if self._r else " (closed)")
+        return "<vbts.Trace %s%s>" % (self.name, "" if self._h else " (closed)")
 
 
 __all__ = ["open", "Trace", "CHUNK"]

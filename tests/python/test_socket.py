@@ -66,15 +66,21 @@ def strip_times(lines):
     return [re.sub(r'"time_ns":\d+', '"time_ns":T', l) for l in lines]
 
 
-@pytest.mark.parametrize("compress", [False, True])
-def test_live_socket_is_the_file(tmp_path, monitors, compress):
-    """vbts.open("unix:S") while vbts runs: the records of the file the same
-    run writes (block mode: nothing lost), plain or asked compressed."""
+@pytest.mark.parametrize("where,compress", [("unix", False), ("unix", True), ("tcp", False)])
+def test_live_socket_is_the_file(tmp_path, monitors, where, compress):
+    """vbts.open("unix:S") or "tcp:HOST:PORT" while vbts runs: the records
+    of the file the same run writes (block mode: nothing lost), plain or
+    asked compressed."""
     img = loop_image(str(tmp_path / "g.bin"), 3000)
     f = str(tmp_path / "f.vbts")
-    m = Monitor(tmp_path, "-q", "--trace", f, img)
+    if where == "unix":
+        m = Monitor(tmp_path, "-q", "--trace", f, img)
+        addr = "unix:" + m.sock
+    else:
+        m = Monitor(tmp_path, "--trace", f, "--trace", "tcp:0,control", img, sock=False)
+        addr = m.addr()
     monitors.append(m)
-    got, exc = read_objects("unix:" + m.sock, compress=compress)
+    got, exc = read_objects(addr, compress=compress)
     assert m.wait() == 1
     st, lines, err = decode(f)
     assert exc is None and st == 0 and got == lines and len(got) == 9002

@@ -48,9 +48,8 @@ if [ -z "$timeout" ]; then
 fi
 host=$(for m in kvm_intel kvm_amd kvm_pvm; do [ -d /sys/module/$m ] && echo $m; done | head -n 1)
 
-# The kernel command line of linux.t (tests/e2e/tap.sh's LINUX_APPEND).
-append=$(sed -n 's/^LINUX_APPEND="\(.*\)"$/\1/p' "$ROOT/tests/e2e/tap.sh" | sed 's/^\$LINUX_APPEND //' | tr '\n' ' ')
-args=(--cpus 2 --memory 256M --initrd "$GUEST/initramfs.cpio" --append "${append}nokaslr"
+. "$ROOT/scripts/linux-cmdline"      # linux.t's kernel command line
+args=(--cpus 2 --memory 256M --initrd "$GUEST/initramfs.cpio" --append "$LINUX_APPEND nokaslr"
       --symbols "$GUEST/System.map")
 [ -n "$engine" ] && args+=(--engine "$engine")
 dir=${keep:-$(mktemp -d "${TMPDIR:-/tmp}/smp-hangs.XXXXXX")}

@@ -5,11 +5,13 @@
 # scripts/lab.sh, in the stock-KVM lab.
 #
 #   scripts/smp-hangs.sh [-n RUNS] [--mode traced|instant|untraced]
-#                        [--engine step|branch] [--timeout SECONDS] [--keep DIR]
+#                        [--engine step|branch] [--start SYMBOL] [--branches N]
+#                        [--timeout SECONDS] [--keep DIR]
 #   scripts/lab.sh run scripts/smp-hangs.sh -n 100        (the lab)
 #
-# traced:   a window of 50,000 branches from sched_init_smp, --verify-flow
-#           (the default), then on untraced to the initramfs's marker;
+# traced:   a window of 50,000 branches (--branches) from sched_init_smp
+#           (--start), --verify-flow (the default), then on untraced to the
+#           initramfs's marker;
 # instant:  the same window ended after its first branch;
 # untraced: no window, the control.
 # A run passes when the guest prints "VBTS-LINUX-OK cpus=2 online=0-1" and
@@ -23,21 +25,23 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 VBTS=${VBTS:-$ROOT/$BUILD/vbts}
 GUEST=${LINUX_GUEST:-$ROOT/build/linux}
-runs=10 mode=traced engine="" timeout="" keep=""
+runs=10 mode=traced engine="" timeout="" keep="" start=sched_init_smp branches=50000
 
-usage() { sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '7,10p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case $1 in
     -n) runs=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
     --engine) engine=$2; shift 2 ;;
+    --start) start=$2; shift 2 ;;
+    --branches) branches=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "smp-hangs: unknown argument '$1'" >&2; usage ;;
     esac
 done
-case $runs in '' | *[!0-9]*) echo "smp-hangs: -n takes a number" >&2; exit 2 ;; esac
+case $runs$branches in '' | *[!0-9]*) echo "smp-hangs: -n and --branches take a number" >&2; exit 2 ;; esac
 case $mode in traced | instant | untraced) ;; *) echo "smp-hangs: --mode traced, instant or untraced" >&2; exit 2 ;; esac
 [ -x "$VBTS" ] || { echo "smp-hangs: $VBTS not built (make)" >&2; exit 2; }
 "$ROOT/scripts/linux-guest.sh" "$GUEST" >/dev/null && "$ROOT/scripts/linux-symbols.sh" "$GUEST" >/dev/null ||
@@ -60,8 +64,8 @@ passed=0 hangs=0 failed=0
 for i in $(seq 1 "$runs"); do
     extra=()
     case $mode in
-    traced) extra=(--trace-start sched_init_smp --max-branches 50000 --verify-flow --trace "$dir/t.vbts" --force) ;;
-    instant) extra=(--trace-start sched_init_smp --max-branches 1 --trace "$dir/t.vbts" --force) ;;
+    traced) extra=(--trace-start "$start" --max-branches "$branches" --verify-flow --trace "$dir/t.vbts" --force) ;;
+    instant) extra=(--trace-start "$start" --max-branches 1 --trace "$dir/t.vbts" --force) ;;
     esac
     t0=$SECONDS
     timeout -s TERM -k 30 "$timeout" "$VBTS" "${args[@]}" "${extra[@]}" "$GUEST/bzImage" \
@@ -83,6 +87,6 @@ for i in $(seq 1 "$runs"); do
     grep -v -E '^vbts: (where the guest stood|vCPU [0-9]+:|verify-flow|trace )' "$dir/$i.err" | tail -n 3 | sed 's/^/    err: /'
     tr -d '\r' <"$dir/$i.out" | grep -a . | tail -n 3 | sed 's/^/    console: /'
 done
-echo "smp-hangs: host ${host:-unknown}, mode $mode${engine:+, engine $engine}, timeout ${timeout}s"
+echo "smp-hangs: host ${host:-unknown}, mode $mode${engine:+, engine $engine}, window from $start, timeout ${timeout}s"
 echo "runs $runs, passed $passed, hangs $hangs, failed $failed"
 [ $passed = "$runs" ]

@@ -21,6 +21,7 @@ struct arch_vm {
     bool irqchip;               /* KVM's PIC/IOAPIC/LAPIC/PIT (Linux guests) */
     bool ds_cpuid;              /* CPUID announces DS and DTES64 (guest BTS) */
     bool no_steal_time;         /* CPUID hides KVM steal time */
+    bool no_hypercalls;         /* CPUID hides the PV features that make hypercalls */
     bool user_msr;              /* MSR accesses KVM would #GP exit to the monitor */
     bool hostcompat;            /* complete instructions the host cannot emulate */
     struct { debug_exit_fn fn; void *ctx; } debug_exit[DEBUG_NCLIENTS];

@@ -76,6 +76,22 @@ static int probe_vm_open(int kvm, struct probe_vm *p, const char *what)
     return 0;
 }
 
+/* The probe's code at 0x1000 in real mode, RIP there. */
+static int probe_vm_code(struct probe_vm *p, const uint8_t *code, size_t len, const char *what)
+{
+    memcpy(p->ram + 0x1000, code, len);
+    struct kvm_userspace_memory_region r = { .memory_size = 0x2000, .userspace_addr = (uintptr_t)p->ram };
+    struct kvm_sregs s;
+    struct kvm_regs g = { .rip = 0x1000, .rflags = 2 };
+    if (ioctl(p->vm, KVM_SET_USER_MEMORY_REGION, &r) < 0 || ioctl(p->cpu, KVM_GET_SREGS, &s) < 0)
+        return error_fail_errno("%s probe: KVM_SET_USER_MEMORY_REGION/KVM_GET_SREGS", what);
+    s.cs.base = 0;
+    s.cs.selector = 0;
+    if (ioctl(p->cpu, KVM_SET_SREGS, &s) < 0 || ioctl(p->cpu, KVM_SET_REGS, &g) < 0)
+        return error_fail_errno("%s probe: KVM_SET_SREGS/KVM_SET_REGS", what);
+    return 0;
+}
+
 static void probe_vm_close(struct probe_vm *p)
 {
     if (p->run != MAP_FAILED)
@@ -88,51 +104,43 @@ static void probe_vm_close(struct probe_vm *p)
         close(p->vm);
 }
 
+/* Run `probe` on a throwaway vCPU once a process: 1 or 0 kept in *cached, -1 (error set) not. */
+static int probe_once(atomic_int *cached, int kvm_fd, const char *what, int (*probe)(struct probe_vm *))
+{
+    int v = atomic_load(cached);
+    if (v >= 0)
+        return v;
+    struct probe_vm p;
+    v = probe_vm_open(kvm_fd, &p, what);
+    if (v == 0)
+        v = probe(&p);
+    probe_vm_close(&p);
+    if (v >= 0)
+        atomic_store(cached, v);
+    return v;
+}
+
 /* Real mode at 0x1000: nop; nop; hlt, with DR0 on the second nop. */
 static int probe_breakpoint(struct probe_vm *p)
 {
-    int vm = p->vm, cpu = p->cpu;
-    struct kvm_run *run = p->run;
-    uint8_t *ram = p->ram;
     static const uint8_t code[] = { 0x90, 0x90, 0xf4 };
-    memcpy(ram + 0x1000, code, sizeof(code));
-    struct kvm_userspace_memory_region r = { .memory_size = 0x2000,
-                                             .userspace_addr = (uintptr_t)ram };
-    if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r) < 0)
-        return error_fail_errno("breakpoint probe: KVM_SET_USER_MEMORY_REGION");
-    struct kvm_sregs s;
-    if (ioctl(cpu, KVM_GET_SREGS, &s) < 0)
-        return error_fail_errno("breakpoint probe: KVM_GET_SREGS");
-    s.cs.base = 0;
-    s.cs.selector = 0;
-    struct kvm_regs g = { .rip = 0x1000, .rflags = 2 };
+    if (probe_vm_code(p, code, sizeof(code), "breakpoint") < 0)
+        return -1;
     struct kvm_guest_debug d = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
     d.arch.debugreg[0] = 0x1001;
     d.arch.debugreg[7] = 1;             /* L0, on execution */
-    if (ioctl(cpu, KVM_SET_SREGS, &s) < 0 || ioctl(cpu, KVM_SET_REGS, &g) < 0)
-        return error_fail_errno("breakpoint probe: KVM_SET_SREGS/KVM_SET_REGS");
-    if (ioctl(cpu, KVM_SET_GUEST_DEBUG, &d) < 0)
+    if (ioctl(p->cpu, KVM_SET_GUEST_DEBUG, &d) < 0)
         return error_fail_errno("breakpoint probe: KVM_SET_GUEST_DEBUG");
-    if (ioctl(cpu, KVM_RUN, 0) < 0)
+    if (ioctl(p->cpu, KVM_RUN, 0) < 0)
         return error_fail_errno("breakpoint probe: KVM_RUN");
-    return run->exit_reason == KVM_EXIT_DEBUG && (run->debug.arch.dr6 & 1) &&
-           run->debug.arch.pc == 0x1001;
+    return p->run->exit_reason == KVM_EXIT_DEBUG && (p->run->debug.arch.dr6 & 1) &&
+           p->run->debug.arch.pc == 0x1001;
 }
 
 int host_breakpoints_fire(int kvm_fd)
 {
     static atomic_int cached = -1;
-    int v = atomic_load(&cached);
-    if (v >= 0)
-        return v;
-    struct probe_vm p;
-    v = probe_vm_open(kvm_fd, &p, "breakpoint");
-    if (v == 0)
-        v = probe_breakpoint(&p);
-    probe_vm_close(&p);
-    if (v >= 0)
-        atomic_store(&cached, v);
-    return v;
+    return probe_once(&cached, kvm_fd, "breakpoint", probe_breakpoint);
 }
 
 /* How long a hypercall may take before the probe says the host never completes it. */
@@ -187,16 +195,8 @@ static int probe_hypercall(struct probe_vm *p)
     __cpuid(0, a, b, c, d);
     bool amd = b == 0x68747541;         /* "AuthenticAMD": VMMCALL, else VMCALL */
     const uint8_t code[] = { 0x66, 0xb8, 0xff, 0xff, 0x00, 0x00, 0x0f, 0x01, amd ? 0xd9 : 0xc1, 0xf4 };
-    memcpy(p->ram + 0x1000, code, sizeof(code));
-    struct kvm_userspace_memory_region r = { .memory_size = 0x2000, .userspace_addr = (uintptr_t)p->ram };
-    struct kvm_sregs s;
-    struct kvm_regs g = { .rip = 0x1000, .rflags = 2 };
-    if (ioctl(p->vm, KVM_SET_USER_MEMORY_REGION, &r) < 0 || ioctl(p->cpu, KVM_GET_SREGS, &s) < 0)
-        return error_fail_errno("hypercall probe: KVM_SET_USER_MEMORY_REGION/KVM_GET_SREGS");
-    s.cs.base = 0;
-    s.cs.selector = 0;
-    if (ioctl(p->cpu, KVM_SET_SREGS, &s) < 0 || ioctl(p->cpu, KVM_SET_REGS, &g) < 0)
-        return error_fail_errno("hypercall probe: KVM_SET_SREGS/KVM_SET_REGS");
+    if (probe_vm_code(p, code, sizeof(code), "hypercall") < 0)
+        return -1;
     struct hypercall_run h = { .p = p, .lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER };
     pthread_t t;
     if (pthread_create(&t, NULL, hypercall_runner, &h) != 0)
@@ -234,17 +234,7 @@ static int probe_hypercall(struct probe_vm *p)
 int host_hypercalls_complete(int kvm_fd)
 {
     static atomic_int cached = -1;
-    int v = atomic_load(&cached);
-    if (v >= 0)
-        return v;
-    struct probe_vm p;
-    v = probe_vm_open(kvm_fd, &p, "hypercall");
-    if (v == 0)
-        v = probe_hypercall(&p);
-    probe_vm_close(&p);
-    if (v >= 0)
-        atomic_store(&cached, v);
-    return v;
+    return probe_once(&cached, kvm_fd, "hypercall", probe_hypercall);
 }
 
 bool host_tdp(void)

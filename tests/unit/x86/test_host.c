@@ -11,6 +11,7 @@
 #include "core/vm.h"
 #include "x86/host.h"
 #include "x86/kvm_x86.h"
+#include "kvm_vm.h"
 
 Test(host, names_the_module_it_finds)
 {
@@ -46,12 +47,8 @@ Test(host, hypercalls_complete_except_on_kvm_pvm)
 /* An SMP Linux VM's CPUID offers the PV features that make hypercalls only where they complete. */
 Test(host, pv_hypercall_features_only_where_hypercalls_complete)
 {
-    if (access("/dev/kvm", R_OK | W_OK) != 0)
-        cr_skip_test("no usable /dev/kvm");
     struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { .irqchip = true };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 2, &c), 0, "%s", error_last());
+    kvm_vm_create(&vm, 2, true);
     static struct { struct kvm_cpuid2 c; struct kvm_cpuid_entry2 e[512]; } got;
     got.c.nent = 512;
     cr_assert_eq(ioctl(vm.vcpus[1].fd, KVM_GET_CPUID2, &got.c), 0);
@@ -66,6 +63,5 @@ Test(host, pv_hypercall_features_only_where_hypercalls_complete)
         cr_assert_eq(kf->eax & (1u << KVM_FEATURE_PV_UNHALT | 1u << KVM_FEATURE_PV_SEND_IPI |
                                 1u << KVM_FEATURE_PV_SCHED_YIELD), 0);
     cr_assert(kf->eax & (1u << KVM_FEATURE_CLOCKSOURCE2), "the other features stay");
-    kvm_x86_destroy(&vm);
-    vm_fini(&vm);
+    kvm_vm_destroy(&vm);
 }

@@ -12,6 +12,7 @@
 #include "x86/host.h"
 #include "x86/hostcompat.h"
 #include "x86/kvm_x86.h"
+#include "kvm_vm.h"
 
 Test(hostcompat, cmdline_only_where_needed)
 {
@@ -42,12 +43,8 @@ Test(hostcompat, summary_says_nothing_when_nothing_fired)
  */
 Test(hostcompat, halted_only_after_a_hlt_with_interrupts_on)
 {
-    if (access("/dev/kvm", R_OK | W_OK) != 0)
-        cr_skip_test("no usable /dev/kvm");
     struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { .irqchip = true };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+    kvm_vm_create(&vm, 1, true);
     struct vcpu *cpu = &vm.vcpus[0];
     cr_assert_eq(kvm_x86_enter_protected32(cpu, 0x1001, 0, 0), 0, "%s", error_last());
     *(uint8_t *)gmem_ptr(&vm.mem, 0x1000, 1) = 0xf4;
@@ -75,6 +72,5 @@ Test(hostcompat, halted_only_after_a_hlt_with_interrupts_on)
         cr_assert_eq(ioctl(cpu->fd, KVM_GET_MP_STATE, &mp), 0);
         cr_assert_eq(mp.mp_state, cases[i].halted ? KVM_MP_STATE_HALTED : KVM_MP_STATE_RUNNABLE, "case %zu", i);
     }
-    kvm_x86_destroy(&vm);
-    vm_fini(&vm);
+    kvm_vm_destroy(&vm);
 }

@@ -11,6 +11,7 @@
 #include "x86/debug.h"
 #include "x86/kvm_x86.h"
 #include "x86/vcpu_state.h"
+#include "kvm_vm.h"
 
 static char line[512];
 
@@ -93,12 +94,8 @@ Test(vcpu_state, cut_to_the_buffer)
 /* A real vCPU before it ran: runnable, the monitor's debug state as debug.c left it. */
 Test(vcpu_state, taken_from_a_vcpu)
 {
-    if (access("/dev/kvm", R_OK | W_OK) != 0)
-        cr_skip_test("no usable /dev/kvm");
     struct vm vm;
-    vm_init(&vm);
-    struct kvm_x86_config c = { .irqchip = true };
-    cr_assert_eq(kvm_x86_create(&vm, "/dev/kvm", 8 << 20, 1, &c), 0, "%s", error_last());
+    kvm_vm_create(&vm, 1, true);
     struct vcpu *cpu = &vm.vcpus[0];
     struct debug_want w = { .step = true, .block_irq = true };
     cr_assert_eq(debug_set(cpu, DEBUG_TRACE, &w), 0, "%s", error_last());
@@ -112,6 +109,5 @@ Test(vcpu_state, taken_from_a_vcpu)
     cr_assert(strstr(describe(&s), "monitor's debug: single-step, interrupts blocked;"), "%s", line);
     cr_assert_null(vcpu_state_of(&vm, 0), "nothing taken before the thread ended");
     cr_assert_null(vcpu_state_of(&vm, 1));
-    kvm_x86_destroy(&vm);
-    vm_fini(&vm);
+    kvm_vm_destroy(&vm);
 }

@@ -23,6 +23,10 @@ VMM_SRC   := $(filter-out vmm/cli/main.c,$(shell find vmm -name '*.c' | LC_ALL=C
 VMM_OBJ   := $(VMM_SRC:%.c=$(BUILD)/%.o)
 DEC_SRC   := $(wildcard decoder/lib/*.c)
 DEC_OBJ   := $(DEC_SRC:%.c=$(BUILD)/%.o)
+# The same, position-independent, for the shared library the Python package
+# (python/vbts) loads.
+DEC_PIC   := $(DEC_SRC:%.c=$(BUILD)/pic/%.o)
+DEC_SONAME := libvbtsdecode.so.0
 # vbts-decode's lines and views, apart from its main() for the tests and fuzzers.
 CLI_SRC   := decoder/cli/format.c $(sort $(wildcard decoder/cli/view/*.c))
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -40,7 +44,7 @@ C64STUB_ELF := $(C64STUB_SRC:guest-stub/c64/%.c=$(BUILD)/guest-stub/c64/%.elf)
 PCSTUB_SRC := $(wildcard guest-stub/pc/*.c)
 PCSTUB_ELF := $(PCSTUB_SRC:guest-stub/pc/%.c=$(BUILD)/guest-stub/pc/%.elf)
 
-all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl stubs
+all: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl $(BUILD)/libvbtsdecode.so stubs
 
 stubs: $(STUB_BIN) $(BTS_BIN) $(CSTUB_ELF) $(C64STUB_ELF) $(PCSTUB_ELF) $(BUILD)/guest-stub/linux/yield
 
@@ -55,6 +59,14 @@ $(BUILD)/libvmm.a: $(VMM_OBJ)
 
 $(BUILD)/libvbtsdecode.a: $(DEC_OBJ)
 	$(AR) rcs $@ $^
+
+$(BUILD)/pic/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(REQ_CFLAGS) $(CFLAGS) $(SANFLAGS) -fPIC -MMD -c $< -o $@
+
+# -z defs: every symbol it needs comes from a library it names.
+$(BUILD)/libvbtsdecode.so: $(DEC_PIC)
+	$(CC) -shared -Wl,-soname,$(DEC_SONAME) -Wl,-z,defs $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ -lelf $(DEC_LIBS)
 
 $(BUILD)/vbts: $(BUILD)/vmm/cli/main.o $(BUILD)/libvmm.a $(BUILD)/libvbtsdecode.a
 	$(CC) $(REQ_LDFLAGS) $(LDFLAGS) $(SANFLAGS) -o $@ $^ $(VMM_LIBS)
@@ -228,12 +240,31 @@ fuzz:
 	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (inputs in $(BUILD)/fuzz/findings/)"; exit 1; fi; \
 	echo "fuzz: $(words $(FUZZ_TARGETS)) targets, $(FUZZ_TIME) s each, no finding"
 
-install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl
+# The Python package (python/vbts, docs/python.md) goes where PYTHON looks
+# for PREFIX's packages: a site- or dist-packages folder under PREFIX on its
+# sys.path (Debian's python3 and /usr/local), else PREFIX's site-packages
+# (then PYTHONPATH names it); it loads PREFIX/lib/libvbtsdecode.so.0.
+PYTHON ?= $(shell scripts/python)
+PREFIX_ABS = $(abspath $(PREFIX))
+PYTHON_SITE ?= $(shell $(PYTHON) -c 'import sys, sysconfig; p = sys.argv[1]; \
+    own = [d for d in sys.path if d.startswith(p + "/") and d.endswith(("site-packages", "dist-packages"))]; \
+    print(own[0] if own else sysconfig.get_path("purelib", "posix_prefix", {"base": p, "platbase": p}))' $(PREFIX_ABS))
+DEC_HEADERS := $(wildcard decoder/include/vbts/*.h) include/vbts/format.h include/vbts/protocol.h include/vbts/le.h
+
+install: $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl $(BUILD)/libvbtsdecode.so
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vbts $(BUILD)/vbts-decode $(BUILD)/vbts-ctl $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 0644 decoder/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 decoder/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/vbts
+	install -m 0755 $(BUILD)/libvbtsdecode.so $(DESTDIR)$(PREFIX)/lib/$(DEC_SONAME)
+	ln -sf $(DEC_SONAME) $(DESTDIR)$(PREFIX)/lib/libvbtsdecode.so
+	install -m 0644 $(DEC_HEADERS) $(DESTDIR)$(PREFIX)/include/vbts/
+	install -d $(DESTDIR)$(PYTHON_SITE)/vbts
+	install -m 0644 python/vbts/*.py $(DESTDIR)$(PYTHON_SITE)/vbts/
+	echo 'LIBDIR = "$(PREFIX_ABS)/lib"  # written by make install' >$(DESTDIR)$(PYTHON_SITE)/vbts/_installed.py
+	@echo "install: the Python package vbts is in $(PYTHON_SITE)"
 
 clean:
 	rm -rf build build-san

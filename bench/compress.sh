@@ -65,35 +65,10 @@ elif [ "$have_linux" = 0 ]; then
     echo "Linux window: no guest in $L (make linux-guest)"
 fi
 
-# Decoding: the Linux window's records, again and again with their chunks'
-# sequence numbers running on, to DECODE_N records; compressed as vbts does
-# (a frame for the header, one per chunk: zstd -3 with its checksum).
+# Decoding: the Linux window's records, again and again, to DECODE_N
+# records, plain and compressed as vbts does (bench/big-trace).
 if [ -f "$T/linux.vbts" ] && [ "$DECODE_N" != 0 ]; then
-    python3 - "$T/linux.vbts" "$DECODE_N" "$T/big.vbts" "$T/big.vbts.zst" <<'PY'
-import struct, subprocess, sys
-src, want, out, zout = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-b = open(src, "rb").read()
-hdr, pos, recs = b[:32], 32, []
-while pos + 24 <= len(b):
-    cpu, count, seq = struct.unpack_from("<H2xI4xQ", b, pos + 4)
-    for i in range(count):
-        r = b[pos + 24 + 24 * i:pos + 48 + 24 * i]
-        if not (r[23] & 0x80):          # branches only; markers are placed below
-            recs.append(r)
-    pos += 24 + 24 * count
-start = struct.pack("<QQQ", 0, 0, (1 << 63) | (1 << 48))
-stop = struct.pack("<QQQ", 0, 0, (1 << 63) | (2 << 48))
-body = [start] + [recs[i % len(recs)] for i in range(want - 2)] + [stop]
-frames = [hdr]
-for seq in range(0, len(body), 4096):
-    part = body[seq:seq + 4096]
-    frames.append(b"VCHK" + struct.pack("<HHIIQ", 0, 0, len(part), 0, seq) + b"".join(part))
-with open(out, "wb") as f:
-    f.writelines(frames)
-with open(zout, "wb") as f:
-    for fr in frames:
-        f.write(subprocess.run(["zstd", "-3", "-q", "-c"], input=fr, stdout=subprocess.PIPE, check=True).stdout)
-PY
+    python3 bench/big-trace "$T/linux.vbts" "$DECODE_N" "$T/big.vbts" "$T/big.vbts.zst"
     zstd -qdc "$T/big.vbts.zst" | cmp -s - "$T/big.vbts" || { echo "decode bench: the .zst is not the file" >&2; exit 1; }
     dt() { local t0 t1; t0=$(now); "$BUILD/vbts-decode" "$1" >/dev/null; t1=$(now); echo "$t1 - $t0" | bc; }
     : >"$T/dp"

@@ -93,6 +93,37 @@ fetch_qemu() {
 }
 
 # The QEMU command: the backports one with its own firmware, or the system's.
+# monitor SOCKET COMMAND...: the lab's QEMU monitor answers each command
+# (what L1's vCPUs are doing when the lab is silent: spinning in L1's
+# kernel, or running L2 with L1's own interrupts never delivered).
+monitor() {
+    local sock=$1
+    shift
+    python3 - "$sock" "$@" <<'PY' 2>/dev/null || echo "(the lab's QEMU monitor did not answer)"
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+def drain():
+    out = b""
+    while True:
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            break
+        if not d:
+            break
+        out += d
+        if out.endswith(b"(qemu) "):
+            break
+    return out.decode(errors="replace")
+drain()
+for cmd in sys.argv[2:]:
+    s.sendall(cmd.encode() + b"\n")
+    sys.stdout.write(drain().replace("\r", "").replace("(qemu) ", ""))
+PY
+}
+
 qemu_cmd() {
     if [ "${LAB_QEMU:-}" = system ]; then
         echo qemu-system-x86_64
@@ -198,10 +229,14 @@ run() {
     # vCPUs one nested boot in eight hangs early in the kernel (pinned to
     # one lab CPU or not); one lab vCPU runs a 2-vCPU nested Linux in
     # seconds (docs/host-compat.md).
+    # The monitor's socket, where a unix socket's path fits (108 bytes).
+    local mon=none
+    [ ${#rundir} -lt 90 ] && mon="unix:$rundir/monitor.sock,server=on,wait=off"
     # shellcheck disable=SC2046
     timeout -k 10 "${LAB_TIMEOUT:-3600}" $(qemu_cmd) \
         -accel tcg,thread=${LAB_TCG_THREAD:-single} -cpu EPYC,+svm,+npt -m "${LAB_MEM:-3072}" -smp "${LAB_CPUS:-1}" \
-        -nodefaults -display none -monitor none -serial "file:$rundir/console.log" -no-reboot \
+        -nodefaults -display none -monitor "$mon" \
+        -serial "file:$rundir/console.log" -no-reboot \
         -kernel "$LAB/vmlinuz" -initrd "$LAB/initramfs.cpio.gz" \
         -append "console=ttyS0 panic=-1 quiet loglevel=3 vbts_lab_run=$rundir vbts_lab_tmp=$labtmp" \
         -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
@@ -224,7 +259,9 @@ run() {
                 now=$(cat "$rundir/stdout" "$rundir/stderr" 2>/dev/null | wc -c)
                 if [ "$now" = "$last" ]; then quiet=$((quiet + 5)); else quiet=0 last=$now; fi
                 if [ $quiet -ge "$LAB_STALL" ]; then
-                    echo "lab: no output for $LAB_STALL s: the lab is stopped (LAB_STALL)" >&2
+                    echo "lab: no output for $LAB_STALL s: the lab is stopped (LAB_STALL); where its vCPUs stood:" >&2
+                    monitor "$rundir/monitor.sock" "info cpus" "info registers -a" |
+                        grep -E "CPU #|RIP=|^CS =|CR0=|EFL=" | sed 's/^/lab:   /' >&2
                     kill $qpid
                     break
                 fi

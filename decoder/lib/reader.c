@@ -503,6 +503,61 @@ int vbts_reader_next(struct vbts_reader *r, struct vbts_event *ev)
     }
 }
 
+_Static_assert(sizeof(struct vbts_branch) == 40, "struct vbts_branch is 40 bytes");
+
+/*
+ * The buffered records of the current chunk, straight into out: no event
+ * per record.  Returns how many were stored; stops before a marker.
+ */
+static size_t copy_branches(struct vbts_reader *r, struct vbts_branch *out, size_t max)
+{
+    size_t n = avail(r) / VBTS_RECORD_SIZE;
+    n = n < r->left ? n : r->left;
+    n = n < max ? n : max;
+    int kinds = (r->hdr.flags & VBTS_FILE_F_KIND) != 0;
+    const unsigned char *p = r->data + r->pos;
+    size_t i;
+    for (i = 0; i < n; i++, p += VBTS_RECORD_SIZE) {
+        uint64_t from = vbts_le64(p), flags = vbts_le64(p + 16);
+        if (from == 0 && (flags & VBTS_MARK))
+            break;
+        out[i] = (struct vbts_branch){
+            .from = from, .to = vbts_le64(p + 8), .flags = flags, .seq = r->seq + i,
+            .cpu = r->cpu, .kind = kinds ? (uint8_t)((flags & VBTS_KIND_MASK) >> VBTS_KIND_SHIFT) : 0,
+        };
+    }
+    consume(r, i * VBTS_RECORD_SIZE);
+    r->left -= (uint32_t)i;
+    r->seq += i;
+    return i;
+}
+
+size_t vbts_reader_branches(struct vbts_reader *r, struct vbts_branch *out, size_t max)
+{
+    size_t n = 0;
+    if (!r || !out || vbts_reader_header(r, NULL) < 0)
+        return 0;
+    while (n < max && !r->err) {
+        size_t need = r->left ? VBTS_RECORD_SIZE : CHUNK_HDR_SIZE;
+        /* Once something is stored, what has come is enough: no read(). */
+        if (n && avail(r) < need)
+            break;
+        /* The end, a cut item, no data yet or an error: next() says which. */
+        if (fill(r, need) <= 0)
+            break;
+        if (!r->left) {
+            if (parse_chunk(r) < 0)
+                break;
+            continue;
+        }
+        size_t got = copy_branches(r, out + n, max - n);
+        if (!got)
+            break;      /* a marker */
+        n += got;
+    }
+    return n;
+}
+
 uint64_t vbts_reader_offset(const struct vbts_reader *r)
 {
     if (!r)

@@ -249,7 +249,12 @@ size_t vbts_symtab_count(const struct vbts_symtab *s)
     return s ? s->n : 0;
 }
 
-const char *vbts_symtab_lookup(const struct vbts_symtab *s, uint64_t addr, uint64_t *offset)
+/*
+ * The symbol that names addr (at or before it, the first of equal
+ * addresses), or NULL; *end is where the same answer stops holding (the
+ * next symbol's address, or the symbol's end if it has a size).
+ */
+static const struct sym *covering(const struct vbts_symtab *s, uint64_t addr, uint64_t *end)
 {
     if (!s || s->n == 0 || addr < s->sym[0].addr)
         return NULL;
@@ -274,10 +279,38 @@ const char *vbts_symtab_lookup(const struct vbts_symtab *s, uint64_t addr, uint6
             hi = mid;
     }
     const struct sym *sym = &s->sym[first];
+    *end = lo + 1 < s->n ? s->sym[lo + 1].addr : UINT64_MAX;
+    if (sym->size && sym->size < *end - at)
+        *end = at + sym->size;
     if (sym->size && addr - sym->addr >= sym->size)
+        return NULL;
+    return sym;
+}
+
+const char *vbts_symtab_lookup(const struct vbts_symtab *s, uint64_t addr, uint64_t *offset)
+{
+    uint64_t end;
+    const struct sym *sym = covering(s, addr, &end);
+    if (!sym)
         return NULL;
     *offset = addr - sym->addr;
     return s->names + sym->name;
+}
+
+void vbts_symtab_lookup_many(const struct vbts_symtab *s, const uint64_t *addrs, size_t n,
+                             const char **names, uint64_t *offsets)
+{
+    /* A trace goes back and forth within few functions: the last answer
+     * holds for most addresses, and checking it costs less than a search. */
+    const struct sym *last = NULL;
+    uint64_t end = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = addrs[i];
+        if (!last || a < last->addr || a >= end)
+            last = covering(s, a, &end);
+        names[i] = last ? s->names + last->name : NULL;
+        offsets[i] = last ? a - last->addr : a;
+    }
 }
 
 int vbts_symtab_find(const struct vbts_symtab *s, const char *name, uint64_t *addr)

@@ -125,15 +125,8 @@ case $VBTS_HOST in
 lab/*) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-${VBTS_LINUX_TIMEOUT_LAB:-240}} ;;
 *) LINUX_TIMEOUT=${VBTS_LINUX_TIMEOUT:-600} ;;
 esac
-# The kernel command line of test boots: the console, and no boot work that
-# costs minutes where CPL0 is emulated and that the tests do not need
-# (docs/host-compat.md measures each): crypto and BLAKE2s self-tests, BTF
-# parsing for BPF kfuncs, trace-event and tracefs setup, ftrace's
-# weak-function check, X.509 certificate loading, slab sysfs files,
-# read-only remapping and its W+X walk, zeroing every allocation, and
-# speculation mitigations.  None of them changes what the tests check.
-LINUX_APPEND="console=ttyS0 panic=-1 quiet mitigations=off cryptomgr.notests init_on_alloc=0 rodata=off"
-LINUX_APPEND="$LINUX_APPEND initcall_blacklist=trace_eval_init,tracer_init_tracefs,ftrace_check_for_weak_functions,init_kprobe_trace,cubictcp_register,kfunc_init,bpf_prog_test_run_init,bpf_tcp_ca_kfunc_init,bpf_key_sig_kfuncs_init,bpf_rstat_kfunc_init,blake2s_mod_init,load_system_certificate_list,slab_sysfs_init"
+# The kernel command line of test boots (scripts/linux-cmdline says why each option).
+. "$ROOT/scripts/linux-cmdline"
 
 # linux_guest_or_skip WHAT [symbols]: the guest (and its symbols) ready, or
 # the whole test skipped (VBTS_LINUX=0, no /dev/kvm) or failed (the guest

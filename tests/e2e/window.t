@@ -63,6 +63,77 @@ expect branches64 | sed -n "4,${stop_at}p" >"$TMP/exp"
 records "$TMP/w2.vbts" branches64 >"$TMP/act"
 check "--trace-start main64 --trace-stop f_add1: annotations 4..$stop_at" "$TMP/exp" "$TMP/act"
 
+# A window that closes on a record the engine writes while it settles an
+# event (an exception or interrupt delivered in software, before the next
+# step is armed) leaves the vCPU untraced: not single-stepped with
+# interrupts held for good, which hung the guest (issue 30: a 2-vCPU Linux
+# guest in idle with its timer interrupt pending).  Every close at an
+# exception or IRET of exceptions.bin, under each engine this host runs:
+# the guest runs to its own end, and the window is the first N annotations.
+for e in step branch; do
+    v --engine "$e" -q --force --trace "$TMP/e.vbts" "$STUBS/exceptions.bin"
+    if [ $rc = 125 ]; then skip "--engine $e: windows closing at an event" "$(head -n 1 "$TMP/err")"; continue; fi
+    bad_n=""
+    for n in 4 5 7 8 10 11 12 13 14 15 16; do
+        VBTS_TIMEOUT=30 v --engine "$e" -q --force --max-branches "$n" --trace "$TMP/e$n.vbts" "$STUBS/exceptions.bin"
+        expect exceptions | sed -n "1,${n}p" >"$TMP/exp"
+        records "$TMP/e$n.vbts" exceptions >"$TMP/act"
+        if [ $rc != 1 ] || ! cmp -s "$TMP/exp" "$TMP/act"; then bad_n="$bad_n $n(status $rc)"; fi
+    done
+    if [ -z "$bad_n" ]; then
+        ok "--engine $e --max-branches N closing at each exception and IRET: the guest runs on untraced to its end, the first N records"
+    else not_ok "--engine $e: windows closing at an event"; diag "failed for N =$bad_n"; fi
+done
+
+# The monitor's TF stays out of the guest's exception frames: a #UD handler
+# reads the RFLAGS image the CPU pushed and exits with its TF bit (status
+# 3 if set, 1 if not).  kvm_pvm pushed the TF that KVM sets where a step is
+# armed (the branch engine arms one after each stretch), and with the
+# window closed at the exception the handler's IRET put it back: a #DB
+# with no handler, a triple fault.  Closing at the exception, at its IRET,
+# and not at all, under each engine.
+cat >"$TMP/tfframe.asm" <<'ASM'
+%include "multiboot.inc"
+%include "longmode.inc"
+%include "idt64.inc"
+section .text
+bits 64
+default rel
+main64:
+        IDT64_SET VEC_DE, ud_handler    ; code enough for a stretch that ends at the ud2
+        IDT64_SET VEC_UD, ud_handler
+        IDT64_SET VEC_GP, ud_handler
+        IDT64_SET VEC_PF, ud_handler
+        IDT64_LOAD
+        mov qword [seen], 0
+        ud2
+        mov al, [seen]
+        out 0xf4, al
+ud_handler:
+        push rax
+        mov rax, [rsp + 24]
+        shr rax, 8
+        and al, 1
+        mov [seen], al
+        add qword [rsp + 8], 2
+        pop rax
+        iretq
+seen:   dq 0
+ASM
+nasm -f bin -Iguest-stub/include/ -o "$TMP/tfframe.bin" "$TMP/tfframe.asm"
+for e in step branch; do
+    got=""
+    for n in 3 4 5 100; do
+        VBTS_TIMEOUT=30 v --engine "$e" -q --force --max-branches "$n" --trace "$TMP/tf.vbts" "$TMP/tfframe.bin"
+        got="$got $n:$rc"
+    done
+    case $got in
+    *:125*) skip "--engine $e: the guest's frames" "$(head -n 1 "$TMP/err")" ;;
+    " 3:1 4:1 5:1 100:1") ok "--engine $e: no TF of the monitor's in the guest's exception frame, window closing before, at and after the exception" ;;
+    *) not_ok "--engine $e: no TF of the monitor's in the guest's exception frame"; diag "N:status$got (3: the handler saw TF)" ;;
+    esac
+done
+
 # A start address no vCPU reaches: no records at all, the guest runs to its end.
 # A header alone is what a monitor killed before its first chunk leaves too:
 # vbts-decode calls it incomplete (docs/format.md, "Complete traces").

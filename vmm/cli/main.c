@@ -29,6 +29,7 @@
 #include "x86/debug.h"
 #include "x86/hostcompat.h"
 #include "x86/kvm_x86.h"
+#include "x86/vcpu_state.h"
 
 static const char usage[] =
     "usage: vbts [options] GUEST\n"
@@ -338,6 +339,13 @@ static int report(struct run *r, int status, double elapsed)
         vcpu_where(&r->vm, where, sizeof(where));
         if (where[0])
             fprintf(stderr, "vbts: where the guest stood: %s\n", where);
+        for (int i = 0; i < r->vm.ncpus; i++) {
+            const struct vcpu_state *s = vcpu_state_of(&r->vm, i);
+            if (s) {
+                vcpu_state_describe(s, where, sizeof(where));
+                fprintf(stderr, "vbts: vCPU %d: %s\n", i, where);
+            }
+        }
     }
     hostcompat_summary(stderr);
     /* Asked for explicitly: printed even with --quiet. */

@@ -30,6 +30,7 @@
 #include "devices/serial8250.h"
 #include "x86/acpi.h"
 #include "x86/hostcompat.h"
+#include "x86/host.h"
 #include "x86/kvm_x86.h"
 
 #define COM1_BASE       0x3f8
@@ -118,6 +119,10 @@ static int load(struct vm *vm, const struct linux_guest *g)
         fprintf(stderr, "vbts: %s: the kernel's %s payload does not unpack on the host (corrupt, "
                 "or no vmlinux inside); the kernel's own decompressor runs first\n", g->path,
                 unpack_format_name(lb.payload));
+    if (kvm_x86_hypercalls_hidden(vm))
+        fprintf(stderr, "vbts: host-compat: this host's KVM (%s) never completes a hypercall: the "
+                "guest is not offered PV spinlocks, PV IPIs or PV yield (docs/host-compat.md)\n",
+                host_kvm_name());
     for (int i = 0; i < lb.ncode; i++)
         if (vm_image_add(vm, lb.code[i].lin, lb.code[i].gpa, lb.code[i].len) < 0)
             return -1;

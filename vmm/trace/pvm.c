@@ -33,6 +33,7 @@
 #include "x86/arch.h"
 #include "x86/debug.h"
 #include "x86/fault.h"
+#include "x86/hostcompat.h"
 
 static bool explain_skip(const struct cpu_view *v, uint64_t lin, uint64_t rip,
                          bool allow_indirect, struct branch_pred *rec, bool *has_rec)
@@ -69,6 +70,18 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, const
         return trace_desync(t, "trace stopped at 0x%llx: the host delivered vector %d there, which "
                             "that instruction cannot raise (the vCPU is at 0x%llx)",
                             (unsigned long long)from, a.vector, (unsigned long long)rip);
+    /*
+     * KVM sets TF in RFLAGS where it arms a single-step, and this host's
+     * delivery pushed it into the frame (seen under the branch engine,
+     * whose steps are armed afresh after each stretch): cleared there, or
+     * the handler reads it and its IRET brings the monitor's TF back into
+     * the guest (a #DB it has no handler for, once the window is closed).
+     */
+    if (at && !(at->regs->rflags & RFLAGS_TF)) {
+        struct deliver_before b = { .regs = at->regs, .sregs = at->sregs,
+                                    .next_rip = at->regs->rip + t->pred.len };
+        deliver_untrap(v->mem, &b);
+    }
     window_emit_branch(t, from, a.handler, attrib_kind(kind, a.vector), cpl);
     if (a.has_skip)
         emit_skipped(t, &a.skip);
@@ -404,28 +417,8 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     return settle_straight(t, v, &before, rip);
 }
 
-/* The vCPU left halted by the host though it runs on, made runnable: true if it was. */
-static bool unhalt(struct trace_vcpu *t)
-{
-    struct kvm_mp_state mp;
-    if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
-        return false;
-    mp.mp_state = KVM_MP_STATE_RUNNABLE;
-    ioctl(t->cpu->fd, KVM_SET_MP_STATE, &mp);
-    return true;
-}
-
 static int pvm_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
-    /*
-     * A HLT whose step an interrupt ended: kvm_pvm leaves the vCPU halted
-     * though it runs the handler (x86/hostcompat.c, after_stepping), and
-     * a few steps on, KVM blocks it there for good with interrupts off
-     * (kvm-unit-tests' smptest: the AP stood in its IPI handler).
-     */
-    if (t->pred.mnemonic == ZYDIS_MNEMONIC_HLT && rip != t->pred.from + t->pred.len &&
-        arch_vm(t->cpu->vm)->irqchip)
-        unhalt(t);
     int r = settle(t, v, rip);
     t->pvm.frames = 0;
     return r;
@@ -511,6 +504,8 @@ static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
     trace_view(t, &v);
     if (iret_to_syscall(t, &v) < 0)
         return -1;
+    if (!t->stepping)
+        return 0;       /* its record closed the window: nothing to arm (tf_arm_step) */
     trace_view(t, &v);
     if (ustep_before_run(t) < 0)
         return -1;
@@ -551,7 +546,7 @@ static bool pvm_user_ok(const struct trace_vcpu *t, const struct cpu_view *v, co
 /*
  * After a step the vCPU may be halted: at a HLT, waiting for an interrupt,
  * which a stretch would hold back; or left so by the host though it runs
- * on (x86/hostcompat.c, after_stepping), which KVM would honour under a
+ * on (hostcompat_halted, x86/hostcompat.c), which KVM would honour under a
  * stretch's breakpoints as under no debugging at all.  The first is
  * stepped until the interrupt comes; the second made runnable.  An event
  * the monitor raised shows itself at the next step.
@@ -562,14 +557,7 @@ static bool pvm_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
         return false;
     if (t->leap.armed || !arch_vm(t->cpu->vm)->irqchip)
         return true;
-    struct kvm_mp_state mp;
-    uint8_t b;
-    if (ioctl(t->cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
-        return true;
-    if (cpu_read_linear(v, cpu_linear_ip(v->regs, v->sregs) - 1, &b, 1) == 0 && b == 0xf4)
-        return false;
-    unhalt(t);
-    return true;
+    return !hostcompat_halted(t->cpu, v);
 }
 
 const struct backend backend_pvm = {

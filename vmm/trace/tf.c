@@ -400,6 +400,14 @@ static int tf_arm_step(struct trace_vcpu *t, bool let_in)
                 return -1;
             mode = TF_IRQ_HELD;
         } while (k > 0);
+        /*
+         * A record on the way (an event delivered, a REP or SYSCALL run
+         * here) may have closed the window: step_update then gave KVM
+         * this vCPU's untraced state, which arming a step now would undo,
+         * leaving it stepped with interrupts held for good.
+         */
+        if (!t->stepping)
+            return 0;
         if (sysret_keeps_tf(t) < 0 || arm_watch(t) < 0)
             return -1;
         t->before_regs = run->s.regs.regs;

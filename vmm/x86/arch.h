@@ -13,6 +13,7 @@
 #include "x86/debug.h"
 #include "x86/event.h"
 #include "x86/hostcompat.h"
+#include "x86/vcpu_state.h"
 
 #define ARCH_MAX_LISTENERS 4
 
@@ -20,6 +21,7 @@ struct arch_vm {
     bool irqchip;               /* KVM's PIC/IOAPIC/LAPIC/PIT (Linux guests) */
     bool ds_cpuid;              /* CPUID announces DS and DTES64 (guest BTS) */
     bool no_steal_time;         /* CPUID hides KVM steal time */
+    bool no_hypercalls;         /* CPUID hides the PV features that make hypercalls */
     bool user_msr;              /* MSR accesses KVM would #GP exit to the monitor */
     bool hostcompat;            /* complete instructions the host cannot emulate */
     struct { debug_exit_fn fn; void *ctx; } debug_exit[DEBUG_NCLIENTS];
@@ -33,6 +35,7 @@ struct arch_vcpu {
     struct debug_state dbg;
     struct hostcompat_vcpu hc;
     bool soft_events;           /* events are delivered in software (x86/event.h) */
+    struct vcpu_state end_state;    /* taken at the thread's end (x86/vcpu_state.h) */
 };
 
 static inline struct arch_vm *arch_vm(const struct vm *vm)

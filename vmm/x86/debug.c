@@ -73,6 +73,7 @@ static int apply(struct vcpu *cpu)
     bool was = d->stepping, was_excl = d->exclusive;
     d->stepping = step;
     d->applied = true;
+    d->control = dbg.control;
     d->exclusive = false;
     for (int c = 0; c < DEBUG_NCLIENTS; c++)
         d->exclusive |= active(d, c) && d->want[c].exclusive;
@@ -160,6 +161,7 @@ int debug_let_irq(struct vcpu *cpu)
     dbg.control &= ~(uint32_t)KVM_GUESTDBG_BLOCKIRQ;
     if (ioctl(cpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
         return error_fail_errno("KVM_SET_GUEST_DEBUG (interrupts let in)");
+    arch_vcpu(cpu)->dbg.control = dbg.control;
     return 0;
 }
 

@@ -44,6 +44,7 @@ struct debug_state {
     bool stepping;              /* KVM single-steps this vCPU */
     bool applied;               /* KVM has the merged wishes */
     bool exclusive;             /* ...and they include an exclusive client's */
+    uint32_t control;           /* the KVM_GUESTDBG_* flags KVM was given last */
     int slot_owner[DEBUG_MAX_BP];   /* client of each DR0-3 slot, or -1 */
     int slot_index[DEBUG_MAX_BP];   /* which of that client's breakpoints */
 };

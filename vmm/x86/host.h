@@ -30,4 +30,12 @@ bool host_tdp(void);
  */
 int host_breakpoints_fire(int kvm_fd);
 
+/*
+ * Does a hypercall (VMCALL or VMMCALL at CPL0) return to the guest?  Asked
+ * once, of a throwaway VM: 1 yes, 0 no (it had not returned after 2 s:
+ * kvm_pvm never completes one, and the vCPU spins in KVM_RUN), -1 the
+ * probe failed (error set).  Linux's PV spinlocks, IPIs and yield use them.
+ */
+int host_hypercalls_complete(int kvm_fd);
+
 #endif

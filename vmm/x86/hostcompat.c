@@ -176,30 +176,39 @@ static enum vcpu_verdict on_debug(struct vcpu *cpu, unsigned hits, void *ctx)
  * single-stepped in KVM_MP_STATE_HALTED, though it went on running (seen:
  * halted at a NOP in pvclock_clocksource_read, IF=0).  Once stepping
  * stops, KVM blocks it as halted with interrupts off, for good: the other
- * vCPU's IPIs time out (soft lockup in smp_call_function).  A vCPU that is
- * really halted sits right after a HLT (F4) with interrupts on, so that an
- * interrupt wakes it; any other halted vCPU is made runnable again (after
- * a HLT with IF=0 that is a spurious wake-up, which code after a HLT takes,
- * since an NMI wakes it too).
+ * vCPU's IPIs time out (soft lockup in smp_call_function); under a
+ * stretch's breakpoints KVM honours the state the same way.  A vCPU that
+ * is really halted sits right after a HLT (F4): with interrupts on an
+ * interrupt wakes it, with them off an NMI, an INIT or a PV kick (as on
+ * the CPU, trace/wait.c); any other halted vCPU is made runnable again.
  */
+bool hostcompat_halted(struct vcpu *cpu, const struct cpu_view *v)
+{
+    struct kvm_mp_state mp;
+    if (ioctl(cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
+        return false;
+    struct kvm_regs regs;
+    struct kvm_sregs sr;
+    struct cpu_view own = { &cpu->vm->mem, &regs, &sr };
+    if (!v) {
+        if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
+            return true;
+        v = &own;
+    }
+    uint8_t before[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    if (cpu_fetch(v, cpu_linear_ip(v->regs, v->sregs) - 1, before) == 0 || before[0] == 0xf4)
+        return true;
+    mp.mp_state = KVM_MP_STATE_RUNNABLE;
+    if (ioctl(cpu->fd, KVM_SET_MP_STATE, &mp) < 0)
+        return true;
+    atomic_fetch_add(&hc_fired[HC_HALT], 1);
+    return false;
+}
+
 static void after_stepping(struct vcpu *cpu, void *ctx)
 {
     (void)ctx;
-    struct kvm_mp_state mp;
-    if (ioctl(cpu->fd, KVM_GET_MP_STATE, &mp) < 0 || mp.mp_state != KVM_MP_STATE_HALTED)
-        return;
-    struct kvm_regs regs;
-    struct kvm_sregs sr;
-    uint8_t before[ZYDIS_MAX_INSTRUCTION_LENGTH];
-    if (ioctl(cpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(cpu->fd, KVM_GET_SREGS, &sr) < 0)
-        return;
-    struct cpu_view v = { &cpu->vm->mem, &regs, &sr };
-    if ((regs.rflags & RFLAGS_IF) &&
-        (cpu_fetch(&v, cpu_linear_ip(&regs, &sr) - 1, before) == 0 || before[0] == 0xf4))
-        return;
-    mp.mp_state = KVM_MP_STATE_RUNNABLE;
-    if (ioctl(cpu->fd, KVM_SET_MP_STATE, &mp) == 0)
-        atomic_fetch_add(&hc_fired[HC_HALT], 1);
+    hostcompat_halted(cpu, NULL);
 }
 
 /*

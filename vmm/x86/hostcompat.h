@@ -20,6 +20,8 @@
 #include <stdio.h>
 
 struct vm;
+struct vcpu;
+struct cpu_view;
 
 /* What host-compat keeps per vCPU (x86/arch.h). */
 struct hostcompat_vcpu {
@@ -45,6 +47,13 @@ int hostcompat_install(struct vm *vm);
  * software interrupts on kvm_pvm.
  */
 int hostcompat_install_completion(struct vm *vm);
+
+/*
+ * Is the vCPU halted at a HLT, waiting for an interrupt?  A vCPU kvm_pvm
+ * left halted though it runs on (a wake-up while single-stepped) is made
+ * runnable here, and is not.  v: its registers, or NULL to read them.
+ */
+bool hostcompat_halted(struct vcpu *cpu, const struct cpu_view *v);
 
 /* "vbts: host-compat: int3 emulated 3 times" on `f`, if any handler fired. */
 void hostcompat_summary(FILE *f);

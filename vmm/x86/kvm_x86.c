@@ -11,6 +11,7 @@
 #include "core/kvm.h"
 #include "core/vm.h"
 #include "x86/arch.h"
+#include "x86/vcpu_state.h"
 #include "x86/cpu.h"
 #include "x86/host.h"
 
@@ -59,6 +60,15 @@ static int set_cpuid(struct vm *vm, struct vcpu *cpu)
              */
             if (a->no_steal_time && e->function == KVM_CPUID_FEATURES)
                 e->eax &= ~(1u << KVM_FEATURE_STEAL_TIME);
+            /*
+             * A host that never completes a hypercall (host_hypercalls_complete)
+             * would leave Linux's PV spinlock waiter halted with interrupts
+             * off for good, its kick spinning in KVM_RUN: the guest gets
+             * the native spinlocks, IPIs and no yield hypercall instead.
+             */
+            if (a->no_hypercalls && e->function == KVM_CPUID_FEATURES)
+                e->eax &= ~(1u << KVM_FEATURE_PV_UNHALT | 1u << KVM_FEATURE_PV_SEND_IPI |
+                            1u << KVM_FEATURE_PV_SCHED_YIELD | 1u << KVM_FEATURE_HC_MAP_GPA_RANGE);
             /* Topology leaves name the x2APIC ID, which must match the MADT's. */
             if (a->irqchip && (e->function == 0xb || e->function == 0x1f))
                 e->edx = (uint32_t)cpu->index;
@@ -165,11 +175,19 @@ int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int n
         return -1;
     if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR) < 0)
         return error_fail_errno("KVM_SET_TSS_ADDR");
-    if (user_space_msr(vm) < 0 || vcpu_on_exit(vm, KVM_EXIT_SHUTDOWN, on_shutdown, NULL) < 0)
+    if (user_space_msr(vm) < 0 || vcpu_on_exit(vm, KVM_EXIT_SHUTDOWN, on_shutdown, NULL) < 0 ||
+        vcpu_state_install(vm) < 0)
         return -1;
     /* Before any vCPU exists: KVM then gives each one an in-kernel local APIC. */
     if (a->irqchip && create_irqchip(vm) < 0)
         return -1;
+    /* Hypercalls matter to an SMP Linux guest (PV spinlock kicks, IPIs). */
+    if (a->irqchip && ncpus > 1) {
+        int h = host_hypercalls_complete(vm->kvm_fd);
+        if (h < 0)
+            return -1;
+        a->no_hypercalls = !h;
+    }
     if (kvm_create_vcpus(vm, ncpus) < 0)
         return -1;
     struct arch_vcpu *ac = calloc((size_t)ncpus, sizeof(*ac));
@@ -183,6 +201,11 @@ int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int n
             return -1;
     }
     return 0;
+}
+
+bool kvm_x86_hypercalls_hidden(const struct vm *vm)
+{
+    return arch_vm(vm)->no_hypercalls;
 }
 
 void kvm_x86_destroy(struct vm *vm)

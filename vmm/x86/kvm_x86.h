@@ -19,6 +19,8 @@ struct kvm_x86_config {
 int kvm_x86_create(struct vm *vm, const char *kvm_path, uint64_t mem_size, int ncpus,
                    const struct kvm_x86_config *c);
 void kvm_x86_destroy(struct vm *vm);
+/* CPUID hides the PV features that make hypercalls: this host never completes one. */
+bool kvm_x86_hypercalls_hidden(const struct vm *vm);
 
 /* 32-bit protected mode, flat segments, paging off: the multiboot entry state. */
 int kvm_x86_enter_protected32(struct vcpu *cpu, uint32_t eip, uint32_t eax, uint32_t ebx);

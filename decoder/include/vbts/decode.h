@@ -57,6 +57,20 @@ struct vbts_event {
     uint64_t aux;           /* marker: 48-bit aux; branch: 0 */
 };
 
+/*
+ * A branch record as vbts_reader_branches() stores it, for arrays: a fixed
+ * 40-byte layout (python/vbts mirrors it as a NumPy dtype).
+ */
+struct vbts_branch {
+    uint64_t from;
+    uint64_t to;
+    uint64_t flags;         /* the record's third qword as written */
+    uint64_t seq;           /* per-vCPU sequence number */
+    uint16_t cpu;           /* vCPU index */
+    uint8_t kind;           /* as in struct vbts_event */
+    uint8_t reserved[5];    /* 0 */
+};
+
 struct vbts_reader;
 
 /* Read from fd (not closed by vbts_reader_free).  NULL with errno on failure. */
@@ -69,6 +83,14 @@ void vbts_reader_free(struct vbts_reader *r);
 int vbts_reader_header(struct vbts_reader *r, struct vbts_file_header *hdr);
 /* 1: *ev is the next record; 0: clean end of stream; < 0: vbts_error. */
 int vbts_reader_next(struct vbts_reader *r, struct vbts_event *ev);
+/*
+ * Branch records in bulk: up to max of those vbts_reader_next() would
+ * return next, into out.  Stops before a marker, at the end of the stream
+ * or at an error, and reads the fd only while it has stored nothing, so a
+ * live stream gives what has come; vbts_reader_next() then returns what
+ * stopped it (the marker, 0, or the error).  Returns how many it stored.
+ */
+size_t vbts_reader_branches(struct vbts_reader *r, struct vbts_branch *out, size_t max);
 /* After an error: where the offending item starts; else bytes consumed. */
 uint64_t vbts_reader_offset(const struct vbts_reader *r);
 /* Bytes next() can use without read(2): below 48, next() may block. */

@@ -26,6 +26,15 @@ size_t vbts_symtab_count(const struct vbts_symtab *s);
  */
 const char *vbts_symtab_lookup(const struct vbts_symtab *s, uint64_t addr, uint64_t *offset);
 
+/*
+ * vbts_symtab_lookup() of n addresses at once, for array code (python/vbts)
+ * where a call per address would dominate: names[i] is the symbol at or
+ * before addrs[i] (valid until vbts_symtab_free) and offsets[i] the offset
+ * into it, or NULL and addrs[i] where no symbol covers the address.
+ */
+void vbts_symtab_lookup_many(const struct vbts_symtab *s, const uint64_t *addrs, size_t n,
+                             const char **names, uint64_t *offsets);
+
 /* Address of the first symbol called `name`; 0 if found, -1 if not. */
 int vbts_symtab_find(const struct vbts_symtab *s, const char *name, uint64_t *addr);
 

@@ -147,6 +147,49 @@ static void assert_result(const struct result *res, const struct stream *s, int 
                  (unsigned long long)off);
 }
 
+/*
+ * The events of r read as a program filling arrays would:
+ * vbts_reader_branches() batch records at a time, and vbts_reader_next()
+ * for what stopped it.  A branch's offset is not in its array entry: each
+ * batch's offset is checked against the reader's instead.
+ */
+static void drain_bulk(struct vbts_reader *r, struct result *res, const struct stream *s, size_t batch)
+{
+    struct vbts_branch *br = calloc(batch, sizeof(*br));
+    cr_assert_not_null(br);
+    res->ev = calloc(s->nexp + 1, sizeof(*res->ev));
+    res->n = 0;
+    for (;;) {
+        size_t n = vbts_reader_branches(r, br, batch);
+        cr_assert_leq(n, batch);
+        cr_assert_leq(res->n + n, s->nexp, "more events than the stream holds");
+        for (size_t i = 0; i < n; i++) {
+            struct vbts_event *e = &res->ev[res->n++];
+            cr_assert_eq(br[i].reserved[0] | br[i].reserved[1] | br[i].reserved[4], 0);
+            *e = (struct vbts_event){ .rec = { br[i].from, br[i].to, br[i].flags },
+                                      .offset = s->exp[res->n - 1].offset, .seq = br[i].seq,
+                                      .cpu = br[i].cpu, .kind = br[i].kind };
+        }
+        uint64_t off = vbts_reader_offset(r);
+        res->rc = n == batch ? 1 : vbts_reader_next(r, &res->ev[res->n]);
+        /* Past the last branch stored, chunk headers maybe too, not past
+         * the next event.  (After an error, the offset is the error's.) */
+        if (n && res->rc >= 0) {
+            cr_assert_geq(off, s->exp[res->n - 1].offset + 24);
+            cr_assert_leq(off, res->n < s->nexp ? s->exp[res->n].offset : UINT64_MAX);
+        }
+        if (n == batch)
+            continue;
+        if (res->rc != 1)
+            break;
+        /* Nothing stored: it stopped before a marker, not a branch. */
+        cr_assert(n > 0 || res->ev[res->n].is_marker, "event %zu", res->n);
+        cr_assert_leq(++res->n, s->nexp, "more events than the stream holds");
+    }
+    res->off = vbts_reader_offset(r);
+    free(br);
+}
+
 static int memfd_with(const struct stream *s)
 {
     int fd = memfd_create("vbts-test", 0);
@@ -181,6 +224,23 @@ static void expect(const struct stream *s, int rc, uint64_t off, const char *msg
     assert_result(&res, s, rc, off);
     vbts_reader_free(r);
     free(res.ev);
+
+    /* In bulk, from memory and from the fd, in batches of every kind. */
+    static const size_t batches[] = { 1, 2, 3, 4096 };
+    for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
+        for (int from_fd = 0; from_fd < 2; from_fd++) {
+            cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+            r = from_fd ? vbts_reader_new(fd) : vbts_reader_new_mem(s->b, s->n);
+            cr_assert_not_null(r);
+            drain_bulk(r, &res, s, batches[b]);
+            assert_result(&res, s, rc, off);
+            struct vbts_branch br;
+            cr_assert_eq(vbts_reader_branches(r, &br, 1), 0, "nothing after the end");
+            cr_assert_eq(vbts_reader_next(r, &res.ev[0]), rc, "the end stays");
+            vbts_reader_free(r);
+            free(res.ev);
+        }
+    }
     close(fd);
 }
 
@@ -657,6 +717,98 @@ Test(trace_reader, nonblocking_every_byte)
     cr_assert_eq(vbts_reader_offset(r), s.n);
     vbts_reader_free(r);
     close(p[0]);
+    s_free(&s);
+}
+
+/* In bulk, a non-blocking fd fed a byte at a time gives every branch as it comes. */
+Test(trace_reader, bulk_nonblocking_every_byte)
+{
+    struct stream s = {0};
+    rich(&s);
+    int p[2];
+    cr_assert_eq(pipe2(p, O_NONBLOCK), 0);
+    struct vbts_reader *r = vbts_reader_new(p[0]);
+    struct vbts_branch br[8];
+    struct vbts_event ev;
+    size_t got = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        cr_assert_eq(write(p[1], s.b + i, 1), 1);
+        for (;;) {
+            size_t n = vbts_reader_branches(r, br, 8);
+            for (size_t k = 0; k < n; k++, got++) {
+                cr_assert_eq(s.exp[got].is_marker, 0);
+                cr_assert_eq(br[k].from, s.exp[got].rec.from);
+                cr_assert_eq(br[k].seq, s.exp[got].seq);
+                cr_assert_eq(i + 1, s.exp[got].offset + 24, "a branch as soon as its last byte came");
+            }
+            int rc = vbts_reader_next(r, &ev);
+            if (rc == VBTS_ERR_AGAIN)
+                break;
+            cr_assert_eq(rc, 1, "byte %zu: rc %d", i, rc);
+            assert_event(&ev, &s.exp[got], got);
+            got++;
+        }
+    }
+    cr_assert_eq(got, s.nexp);
+    close(p[1]);
+    cr_assert_eq(vbts_reader_branches(r, br, 8), 0);
+    cr_assert_eq(vbts_reader_next(r, &ev), 0);
+    vbts_reader_free(r);
+    close(p[0]);
+    s_free(&s);
+}
+
+/*
+ * A live stream: once it has stored a branch, vbts_reader_branches() does
+ * not wait for more (a blocking pipe whose writer is still there: a read
+ * would hang, and the alarm would end the test).
+ */
+Test(trace_reader, bulk_returns_what_has_come)
+{
+    struct stream s = {0};
+    s_header(&s, VBTS_FILE_F_KIND, 1);
+    s_chunk(&s, 0, 5, 0);
+    s_branch(&s, 0x1000, 0x2000, VBTS_KIND_JMP, 0);
+    s_branch(&s, 0x2000, 0x3000, VBTS_KIND_CALL, VBTS_BTS_PREDICTED);
+    s_branch(&s, 0x3000, 0x4000, 77, 0);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    cr_assert_eq(write(p[1], s.b, s.n), (ssize_t)s.n);
+    struct vbts_reader *r = vbts_reader_new(p[0]);
+    struct vbts_branch br[16];
+    alarm(10);
+    cr_assert_eq(vbts_reader_branches(r, br, 16), 3);
+    alarm(0);
+    cr_assert_eq(br[1].flags, (uint64_t)VBTS_KIND_CALL << 8 | VBTS_BTS_PREDICTED);
+    cr_assert_eq(br[1].kind, VBTS_KIND_CALL);
+    cr_assert_eq(br[2].kind, 77, "an undefined kind as it is");
+    cr_assert_eq(br[2].seq, 2);
+    cr_assert_eq(vbts_reader_offset(r), s.n);
+    close(p[1]);
+    cr_assert_eq(vbts_reader_branches(r, br, 16), 0);
+    struct vbts_event ev;
+    cr_assert_eq(vbts_reader_next(r, &ev), VBTS_ERR_TRUNC_RECORD);
+    cr_assert_eq(vbts_reader_offset(r), s.n);
+    vbts_reader_free(r);
+    close(p[0]);
+    s_free(&s);
+}
+
+Test(trace_reader, bulk_bad_arguments)
+{
+    struct vbts_branch br;
+    cr_assert_eq(vbts_reader_branches(NULL, &br, 1), 0);
+    struct stream s = {0};
+    small(&s, 1);
+    struct vbts_reader *r = vbts_reader_new_mem(s.b, s.n);
+    cr_assert_eq(vbts_reader_branches(r, NULL, 1), 0);
+    cr_assert_eq(vbts_reader_branches(r, &br, 0), 0);
+    struct vbts_event ev;
+    cr_assert_eq(vbts_reader_next(r, &ev), 1, "nothing was consumed");
+    cr_assert_eq(ev.is_marker, 1);
+    cr_assert_eq(vbts_reader_branches(r, &br, 1), 1);
+    cr_assert_eq(br.from, 0x401000);
+    vbts_reader_free(r);
     s_free(&s);
 }
 

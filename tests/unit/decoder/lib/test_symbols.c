@@ -138,3 +138,58 @@ Test(symbols, duplicate_addresses_in_log_time, .timeout = 5)
     cr_assert_str_eq(vbts_symtab_lookup(s, 0xffffffff82000010ull, &off), "after");
     vbts_symtab_free(s);
 }
+
+/*
+ * In bulk, the answers of one lookup per address: text maps (a symbol runs
+ * to the next) and ELF (a sized symbol ends at its size), addresses in
+ * order, out of order and repeated, below the first symbol and past the
+ * last.
+ */
+static void assert_many_is_lookup(const struct vbts_symtab *s, const uint64_t *addrs, size_t n)
+{
+    const char *names[64];
+    uint64_t offs[64];
+    cr_assert_leq(n, 64);
+    vbts_symtab_lookup_many(s, addrs, n, names, offs);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t off = 0;
+        const char *want = vbts_symtab_lookup(s, addrs[i], &off);
+        cr_assert_eq(names[i], want, "address %zu: %s, want %s", i, names[i] ? names[i] : "NULL",
+                     want ? want : "NULL");
+        cr_assert_eq(offs[i], want ? off : addrs[i], "address %zu", i);
+    }
+}
+
+Test(symbols, lookup_many_is_lookup)
+{
+    write_map("ffffffff81000000 T _stext\n"
+              "ffffffff81000010 t helper\n"
+              "ffffffff81000020 T alias_a\n"
+              "ffffffff81000020 T alias_b\n"
+              "ffffffff81000040 d data\n");
+    char err[256];
+    struct vbts_symtab *s = vbts_symtab_load(path, err, sizeof(err));
+    cr_assert_not_null(s, "%s", err);
+    const uint64_t a[] = { 0xffffffff81000000ull, 0xffffffff81000001ull, 0xffffffff8100000full,
+                           0xffffffff81000010ull, 0xffffffff81000005ull, 0xffffffff80ffffffull,
+                           0xffffffff81000021ull, 0xffffffff81000020ull, 0xffffffff81000040ull,
+                           ~0ull, ~0ull, 0, 0xffffffff8100003full, 0xffffffff81000041ull };
+    assert_many_is_lookup(s, a, sizeof(a) / sizeof(a[0]));
+    const char *name = "x";
+    uint64_t off = 1;
+    vbts_symtab_lookup_many(s, a, 0, &name, &off);
+    cr_assert(name && !strcmp(name, "x") && off == 1, "n = 0 stores nothing");
+    vbts_symtab_lookup_many(NULL, a, 1, &name, &off);
+    cr_assert(name == NULL && off == a[0], "no table: no names");
+    vbts_symtab_free(s);
+
+    s = vbts_symtab_load("/proc/self/exe", err, sizeof(err));
+    cr_assert_not_null(s, "%s", err);
+    uint64_t probe;
+    cr_assert_eq(vbts_symtab_find(s, "vbts_symtab_probe", &probe), 0);
+    uint64_t b[64];
+    for (size_t i = 0; i < 64; i++)     /* the probe, its neighbours, and back again */
+        b[i] = probe - 200 + (i < 32 ? i * 13 : (63 - i) * 29);
+    assert_many_is_lookup(s, b, 64);
+    vbts_symtab_free(s);
+}

@@ -35,7 +35,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TESTS_DEFAULT="debug syscall idt_test eventinj realmode emulator xsave smptest sieve umip msr setjmp"
 
-usage() { sed -n '4,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '4,33p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 lab=0 vbts=$ROOT/build/vbts engines="step branch" maxb=300000 tmo=600 out=""
 args=("$@")
@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
     --max-branches) maxb=$2; shift ;;
     --timeout) tmo=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     -*) echo "kvm-unit-tests.sh: unknown option $1" >&2; usage ;;
     *) break ;;
     esac

@@ -67,11 +67,6 @@ enum tf_irq {
     TF_IRQ_HELD,        /* the branch engine steps an instruction: not now */
 };
 
-static bool canonical(uint64_t a)
-{
-    return (uint64_t)((int64_t)(a << 16) >> 16) == a;
-}
-
 /* The record kind of an event delivered in software. */
 static unsigned record_kind(enum deliver_kind k, unsigned vector, unsigned delivered)
 {
@@ -109,7 +104,7 @@ static bool fault_due(struct trace_vcpu *t, struct delivery *d)
     const struct branch_pred *p = &t->pred;
     if (f == FAULT_NONE && p->kind != VBTS_KIND_UNKNOWN && p->taken && p->target_known &&
         p->kind != VBTS_KIND_IRET && p->kind != VBTS_KIND_FAR &&
-        cpu_mode(v.sregs) == MODE_LONG64 && !canonical(p->target)) {
+        cpu_mode(v.sregs) == MODE_LONG64 && !cpu_canonical(v.sregs, p->target)) {
         /* A near branch to a non-canonical address faults on the branch. */
         *d = (struct delivery){ .kind = DELIVER_FAULT, .vector = 13, .has_error = true };
         return true;
@@ -400,12 +395,8 @@ static int tf_arm_step(struct trace_vcpu *t, bool let_in)
                 return -1;
             mode = TF_IRQ_HELD;
         } while (k > 0);
-        /*
-         * A record on the way (an event delivered, a REP or SYSCALL run
-         * here) may have closed the window: step_update then gave KVM
-         * this vCPU's untraced state, which arming a step now would undo,
-         * leaving it stepped with interrupts held for good.
-         */
+        /* A record on the way (an event, a REP or SYSCALL run here) may have closed the
+         * window: a step armed now would leave it stepped, interrupts held, for good. */
         if (!t->stepping)
             return 0;
         if (sysret_keeps_tf(t) < 0 || arm_watch(t) < 0)

@@ -30,7 +30,7 @@ struct branch_pred {
     uint8_t vector;         /* INT n, INT3: the vector */
     uint16_t mnemonic;      /* ZydisMnemonic, for what follows it (PUSHF, SYSCALL, HLT) */
     uint8_t arms_debug;     /* enum branch_debug: it arms the guest's own debugging */
-    bool irq_change;        /* it may make an interrupt deliverable at once (cpu_irq_change) */
+    uint8_t irq_change;     /* it may make an interrupt deliverable at once: enum cpu_irq */
     uint64_t target;        /* linear target when taken && target_known */
 };
 

@@ -471,7 +471,7 @@ static int after(struct trace_vcpu *t, const struct branch_pred *p, uint64_t rip
     if (shadowed || m == ZYDIS_MNEMONIC_POPF || m == ZYDIS_MNEMONIC_POPFD ||
         m == ZYDIS_MNEMONIC_POPFQ || p->kind == VBTS_KIND_IRET || p->irq_change)
         t->tf.probe_soon = true;           /* IF may be 1 now, or an interrupt pending (a self-IPI) */
-    t->tf.irq_owed |= p->irq_change;
+    t->tf.irq_owed |= p->irq_change == CPU_IRQ_RAISE;
     if (m == ZYDIS_MNEMONIC_HLT && rip == p->from + p->len)
         t->tf.halted = true;
     return clear_tf_leaks(t, m);
@@ -575,14 +575,15 @@ static bool tf_user_ok(const struct trace_vcpu *t, const struct cpu_view *v, con
 }
 
 /*
- * Stepped: a vCPU halted after a HLT (settle_events), one that may have an
- * interrupt due (or past an STI's shadow), and code whose CS base is not 0
- * (real mode, an AP's SIPI page): QEMU 10's nested SVM (the lab) dies of
- * SIGSEGV under a stretch's breakpoint there (docs/engine.md).
- */
+ * Stepped: a halted vCPU (settle_events), one whose own interrupt is due
+ * (a self-IPI, an NMI) or in an STI's shadow, and code whose CS base is
+ * not 0: QEMU 10's nested SVM dies under a stretch's breakpoint there
+ * (docs/engine.md).  IF=1 alone (probe_soon) stops none: with IF=0 no
+ * probe clears it (a loop stepped whole); interrupts are paced by time. */
 static bool tf_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
 {
-    return !(t->tf.halted || t->tf.probe_soon || t->tf.probe_next) && (v->sregs->cs.base == 0 || v->sregs->cs.l);
+    return !(t->tf.halted || (t->tf.irq_owed && t->tf.probe_soon) || t->tf.probe_next) &&
+           (v->sregs->cs.base == 0 || v->sregs->cs.l);
 }
 
 const struct backend backend_tf = {

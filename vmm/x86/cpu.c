@@ -386,39 +386,50 @@ int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction 
     return 0;
 }
 
-bool cpu_lin_irqchip(const struct cpu_view *v, uint64_t lin)
+/* The guest-physical address `lin` maps to, if on an interrupt controller's page; else 0. */
+static uint64_t irqchip_gpa(const struct cpu_view *v, uint64_t lin)
 {
     struct gmem_paging pg;
     struct gmem_access a;
     uint64_t gpa;
     cpu_paging(v->sregs, &pg);
     if (gmem_walk(v->mem, &pg, lin, &gpa, &a) != GMEM_OK)
-        return false;
-    gpa &= ~0xfffull;
-    return gpa == LAPIC_BASE || gpa == IOAPIC_ADDR;
+        return 0;
+    return (gpa & ~0xfffull) == LAPIC_BASE || (gpa & ~0xfffull) == IOAPIC_ADDR ? gpa : 0;
 }
 
-bool cpu_irq_change(const struct cpu_view *v, const ZydisDecodedInstruction *in,
-                    const ZydisDecodedOperand *ops)
+bool cpu_lin_irqchip(const struct cpu_view *v, uint64_t lin)
 {
+    return irqchip_gpa(v, lin) != 0;
+}
+
+enum cpu_irq cpu_irq_change(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                            const ZydisDecodedOperand *ops)
+{
+    uint32_t msr = (uint32_t)v->regs->rcx;
     switch (in->mnemonic) {
     case ZYDIS_MNEMONIC_WRMSR:
-        return (uint32_t)v->regs->rcx >= 0x800 && (uint32_t)v->regs->rcx <= 0x8ff;
+        if (msr == 0x808 || msr == 0x830 || msr == 0x83f)     /* x2APIC TPR, ICR, SELF IPI */
+            return CPU_IRQ_RAISE;
+        return msr >= 0x800 && msr <= 0x8ff ? CPU_IRQ_ANY : CPU_IRQ_NONE;
     case ZYDIS_MNEMONIC_OUT: case ZYDIS_MNEMONIC_OUTSB: case ZYDIS_MNEMONIC_OUTSW:
     case ZYDIS_MNEMONIC_OUTSD:
-        return true;    /* a device may raise its line (the PIC's EOI and mask too) */
+        return CPU_IRQ_ANY;     /* a device may raise its line (the PIC's EOI and mask too) */
     default:
         break;
     }
     for (unsigned i = 0; i < in->operand_count; i++) {
-        uint64_t ea;
+        uint64_t ea, gpa;
         if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[i].reg.value == ZYDIS_REGISTER_CR8 &&
             (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            return true;
+            return CPU_IRQ_RAISE;
         if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM &&
             (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
-            cpu_operand_address(v, in, &ops[i], &ea) == 0 && cpu_lin_irqchip(v, ea))
-            return true;
+            cpu_operand_address(v, in, &ops[i], &ea) == 0 && (gpa = irqchip_gpa(v, ea))) {
+            /* The local APIC's TPR and ICR (low: the write that sends). */
+            bool raise = (gpa & ~0xfffull) == LAPIC_BASE && ((gpa & 0xff0) == 0x080 || (gpa & 0xff0) == 0x300);
+            return raise ? CPU_IRQ_RAISE : CPU_IRQ_ANY;
+        }
     }
-    return false;
+    return CPU_IRQ_NONE;
 }

@@ -106,9 +106,17 @@ bool cpu_store_below_sp(const ZydisDecodedOperand *op);
  * (x86/pc.h): a store there may make an interrupt deliverable at once.
  */
 bool cpu_lin_irqchip(const struct cpu_view *v, uint64_t lin);
-/* ...and so may this instruction: such a store, a WRMSR to an x2APIC register, MOV to CR8, OUT. */
-bool cpu_irq_change(const struct cpu_view *v, const ZydisDecodedInstruction *in,
-                    const ZydisDecodedOperand *ops);
+/*
+ * ...and so may this instruction: such a store, a WRMSR to an x2APIC
+ * register, MOV to CR8, OUT (CPU_IRQ_ANY); CPU_IRQ_RAISE where the guest
+ * raises an interrupt itself or lowers its priority: a write to the local
+ * APIC's ICR or TPR (either mode), SELF IPI, CR8.  An EOI is only ANY: a
+ * guest that took its timer's interrupt and ends it gets the next one when
+ * the tracer paces it, not at once (eventinj's self-IPIs are RAISE).
+ */
+enum cpu_irq { CPU_IRQ_NONE, CPU_IRQ_ANY, CPU_IRQ_RAISE };
+enum cpu_irq cpu_irq_change(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                            const ZydisDecodedOperand *ops);
 /*
  * The linear bytes the instruction at `lin` stores, as one range over all
  * its memory writes (a push's and a call's below the stack pointer, two

@@ -141,7 +141,7 @@ Test(cpu, stores_of_an_instruction_as_one_range)
 }
 
 /* What may make an interrupt due at once: the trace engines let one in after it (trace/tf.c). */
-static bool irq_change(const uint8_t *code, size_t n)
+static enum cpu_irq irq_change(const uint8_t *code, size_t n)
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
@@ -153,18 +153,27 @@ static bool irq_change(const uint8_t *code, size_t n)
 
 Test(cpu, what_may_make_an_interrupt_due)
 {
+    static const uint8_t store[] = { 0x89, 0x03 }, load[] = { 0x8b, 0x03 }, wrmsr[] = { 0x0f, 0x30 };
     /* The first 2 MiB map themselves; 0x1ff000 stands for the APIC's page, mapped there. */
     vbts_put64(gmem_ptr(&mem, 0x4000 + 8 * 0x1ff, 8), 0xfee00000 | 3);
-    regs.rbx = 0x1ff300;                                /* ICR */
-    cr_assert(irq_change((uint8_t[]){ 0x89, 0x03 }, 2), "mov [rbx], eax: a store to the local APIC");
-    cr_assert_not(irq_change((uint8_t[]){ 0x8b, 0x03 }, 2), "a load from it");
+    regs.rbx = 0x1ff300;
+    cr_assert_eq(irq_change(store, 2), CPU_IRQ_RAISE, "mov [rbx], eax to the ICR: the guest sends");
+    cr_assert_eq(irq_change(load, 2), CPU_IRQ_NONE, "a load from it");
+    regs.rbx = 0x1ff080;
+    cr_assert_eq(irq_change(store, 2), CPU_IRQ_RAISE, "to the TPR");
+    regs.rbx = 0x1ff0b0;
+    cr_assert_eq(irq_change(store, 2), CPU_IRQ_ANY, "to the EOI register: paced, not at once");
     cr_assert(cpu_lin_irqchip(&view, 0x1ff030));
     regs.rbx = 0x20000;
-    cr_assert_not(irq_change((uint8_t[]){ 0x89, 0x03 }, 2), "a store to RAM");
+    cr_assert_eq(irq_change(store, 2), CPU_IRQ_NONE, "a store to RAM");
     regs.rcx = 0x830;
-    cr_assert(irq_change((uint8_t[]){ 0x0f, 0x30 }, 2), "wrmsr to x2APIC's ICR");
+    cr_assert_eq(irq_change(wrmsr, 2), CPU_IRQ_RAISE, "wrmsr to x2APIC's ICR");
+    regs.rcx = 0x83f;
+    cr_assert_eq(irq_change(wrmsr, 2), CPU_IRQ_RAISE, "to its SELF IPI");
+    regs.rcx = 0x80b;
+    cr_assert_eq(irq_change(wrmsr, 2), CPU_IRQ_ANY, "to its EOI");
     regs.rcx = 0x10;
-    cr_assert_not(irq_change((uint8_t[]){ 0x0f, 0x30 }, 2), "wrmsr to the TSC");
-    cr_assert(irq_change((uint8_t[]){ 0x44, 0x0f, 0x22, 0xc0 }, 4), "mov cr8, rax");
-    cr_assert(irq_change((uint8_t[]){ 0xe6, 0x20 }, 2), "out 0x20, al");
+    cr_assert_eq(irq_change(wrmsr, 2), CPU_IRQ_NONE, "wrmsr to the TSC");
+    cr_assert_eq(irq_change((uint8_t[]){ 0x44, 0x0f, 0x22, 0xc0 }, 4), CPU_IRQ_RAISE, "mov cr8, rax");
+    cr_assert_eq(irq_change((uint8_t[]){ 0xe6, 0x20 }, 2), CPU_IRQ_ANY, "out 0x20, al");
 }

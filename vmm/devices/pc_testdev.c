@@ -20,6 +20,7 @@ struct testdev {
     struct io_device ports, irq;
     struct mmio_device iomem;
     struct vm *vm;
+    int refs;                   /* the port bus's entries for it: the last one released frees it */
     pthread_mutex_t lock;
     uint32_t data;
     uint8_t buf[IOMEM_LEN];
@@ -93,6 +94,8 @@ static void iomem_access(struct mmio_device *dev, struct vcpu *cpu, uint64_t off
 static void release(struct io_device *dev)
 {
     struct testdev *d = dev->opaque;
+    if (--d->refs > 0)
+        return;
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -107,15 +110,17 @@ int pc_testdev_register(struct vm *vm)
     d->ports = (struct io_device){ .name = "pc-testdev", .base = PORT_BASE, .len = 12, .opaque = d,
                                    .in = ports_in, .out = ports_out, .release = release };
     d->irq = (struct io_device){ .name = "pc-testdev IRQ lines", .base = IRQ_BASE, .len = IRQ_LINES,
-                                 .opaque = d, .out = irq_out };
+                                 .opaque = d, .out = irq_out, .release = release };
     d->iomem = (struct mmio_device){ .name = "pc-testdev memory", .base = IOMEM_BASE, .len = IOMEM_LEN,
                                      .opaque = d, .access = iomem_access };
+    d->refs = 1;
     if (iobus_register(&vm->io, &d->ports) < 0) {
         release(&d->ports);
         return -1;
     }
-    /* From here the port bus frees it. */
-    if (iobus_register(&vm->io, &d->irq) < 0 || mmio_register(&vm->mmio, &d->iomem) < 0)
+    /* From here the port bus frees it, at its last entry's release. */
+    if (iobus_register(&vm->io, &d->irq) < 0)
         return -1;
-    return 0;
+    d->refs++;
+    return mmio_register(&vm->mmio, &d->iomem);
 }

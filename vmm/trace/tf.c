@@ -24,12 +24,12 @@
 
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 
 #include "core/vcpu.h"
 #include "trace/attrib.h"
 #include "trace/leap.h"
 #include "trace/step.h"
+#include "trace/wait.h"
 #include "trace/window.h"
 #include "x86/arch.h"
 #include "x86/debug.h"
@@ -152,14 +152,6 @@ static int probe(struct trace_vcpu *t)
     return deliver(t, &d) < 0 ? -1 : 1;
 }
 
-static void wait_a_moment(long *ns)
-{
-    struct timespec ts = { 0, *ns };
-    nanosleep(&ts, NULL);
-    if (*ns < WAIT_MAX_NS)
-        *ns *= 2;
-}
-
 /*
  * Whatever must happen before the instruction at RIP can run: its
  * exception, a pending interrupt, or (halted) the wait for one.
@@ -199,7 +191,7 @@ static int settle_events(struct trace_vcpu *t, enum tf_irq mode)
         if (k > 0 || !t->tf.halted)
             continue;
         /* Halted and nothing pending yet: wait, and follow the window meanwhile. */
-        wait_a_moment(&wait_ns);
+        wait_backoff(&wait_ns, WAIT_MAX_NS);
         if (window_poll(t) < 0)
             return -1;
     }

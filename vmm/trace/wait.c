@@ -14,11 +14,11 @@
 #define POLL_MIN_NS (100 * 1000)
 #define POLL_MAX_NS (10 * 1000 * 1000)
 
-static void pause_ns(long *ns)
+void wait_backoff(long *ns, long max_ns)
 {
     struct timespec ts = { 0, *ns };
     nanosleep(&ts, NULL);
-    if (*ns < POLL_MAX_NS)
+    if (*ns < max_ns)
         *ns *= 2;
 }
 
@@ -48,7 +48,7 @@ int wait_start(struct trace_vcpu *t)
         if (mp.mp_state != KVM_MP_STATE_INIT_RECEIVED || vm_ending(t->cpu->vm))
             break;
         t->sipi_wait = true;
-        pause_ns(&ns);
+        wait_backoff(&ns, POLL_MAX_NS);
     }
     if (mp.mp_state == KVM_MP_STATE_INIT_RECEIVED)
         return 0;       /* the run ends: KVM_RUN returns at once */
@@ -102,7 +102,7 @@ int wait_halted(struct trace_vcpu *t)
             return -1;
         if (!t->stepping)
             return 0;
-        pause_ns(&ns);
+        wait_backoff(&ns, POLL_MAX_NS);
     }
 }
 

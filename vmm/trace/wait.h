@@ -10,6 +10,9 @@
 
 #include "trace/engine.h"
 
+/* Sleeps *ns nanoseconds, then doubles *ns while it is below max_ns: a poll's growing pause. */
+void wait_backoff(long *ns, long max_ns);
+
 /* Before a vCPU not yet seen started runs: waits out INIT_RECEIVED, predicts from the SIPI's entry. */
 int wait_start(struct trace_vcpu *t);
 

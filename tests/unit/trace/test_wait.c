@@ -70,3 +70,16 @@ Test(wait, halted_until_an_nmi)
     cr_assert(t->stepping);
     t->stepping = false;
 }
+
+/* A poll's pause doubles up to its bound, and stays there. */
+Test(wait, backoff_doubles_up_to_its_bound)
+{
+    long ns = 1000;
+    wait_backoff(&ns, 4000);
+    cr_assert_eq(ns, 2000);
+    wait_backoff(&ns, 4000);
+    wait_backoff(&ns, 4000);
+    cr_assert_eq(ns, 4000);
+    wait_backoff(&ns, 4000);
+    cr_assert_eq(ns, 4000);
+}

@@ -33,6 +33,8 @@ struct backend {
     const char *name;
     /* Every single step lets pending interrupts in (no BLOCKIRQ while the host steps). */
     bool steps_let_in;
+    /* User mode is stepped through the guest's own RFLAGS.TF (trace/ustep.c). */
+    bool user_by_tf;
     /*
      * Whether the vCPU is stepped (on: the window, a recording, guest BTS),
      * asked whenever that is decided again (t->stepping is the old

@@ -138,6 +138,7 @@ static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedIn
     p->kind = classify(in, ops);
     p->mnemonic = (uint16_t)in->mnemonic;
     p->vector_hint = -1;
+    p->dr = -1;
     if (in->mnemonic == ZYDIS_MNEMONIC_UD2 || in->mnemonic == ZYDIS_MNEMONIC_UD0 ||
         in->mnemonic == ZYDIS_MNEMONIC_UD1)
         p->vector_hint = 6;
@@ -232,22 +233,27 @@ static void system_target(const struct cpu_view *v, const ZydisDecodedInstructio
 }
 
 /*
- * The guest's own single-step and breakpoints: a POPF that sets TF, a MOV
- * to DR7 that enables a breakpoint or general detect.  (An IRET's frame
- * may hold the TF of the monitor's own steps, so IRET is not read here.)
+ * What the guest's own debugging (trace/gdbg.c) needs to know of an
+ * instruction: the RFLAGS image a POPF loads, the debug register a MOV
+ * reads or writes.  (IRET's image: in branch_predict.)
  */
-static uint8_t arms_debug(const struct cpu_view *v, const ZydisDecodedInstruction *in,
-                          const ZydisDecodedOperand *ops)
+static void debug_effects(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                          const ZydisDecodedOperand *ops, struct branch_pred *p)
 {
-    uint64_t val;
     if (in->mnemonic == ZYDIS_MNEMONIC_POPF || in->mnemonic == ZYDIS_MNEMONIC_POPFD ||
-        in->mnemonic == ZYDIS_MNEMONIC_POPFQ)
-        return read_stack(v, 0, 2, &val) == 0 && (val & RFLAGS_TF) ? BRANCH_DEBUG_TF : BRANCH_DEBUG_NONE;
-    if (in->mnemonic == ZYDIS_MNEMONIC_MOV && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-        ops[0].reg.value == ZYDIS_REGISTER_DR7 && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-        cpu_register(v->regs, ops[1].reg.value, &val) == 0 && (val & (0xffu | 1u << 13)))     /* L0-3, G0-3, GD */
-        return BRANCH_DEBUG_DR7;
-    return BRANCH_DEBUG_NONE;
+        in->mnemonic == ZYDIS_MNEMONIC_POPFQ) {
+        unsigned w = in->operand_width / 8;
+        p->loads_flags = read_stack(v, 0, w > 4 ? 4 : w, &p->flags_image) == 0;
+        return;
+    }
+    if (in->mnemonic != ZYDIS_MNEMONIC_MOV || in->operand_count_visible != 2)
+        return;
+    for (int i = 0; i < 2; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[i].reg.value >= ZYDIS_REGISTER_DR0 &&
+            ops[i].reg.value <= ZYDIS_REGISTER_DR7) {
+            p->dr = (int8_t)(ops[i].reg.value - ZYDIS_REGISTER_DR0);
+            p->dr_write = i == 0;
+        }
 }
 
 int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char **why)
@@ -259,7 +265,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
     if (p->kind == VBTS_KIND_UNKNOWN) {
         unsigned err;
         int vec;
-        p->arms_debug = arms_debug(v, &in, ops);
+        debug_effects(v, &in, ops, p);
         p->irq_change = cpu_irq_change(v, &in, ops);
         if (div_faults(v, &in, ops))
             p->vector_hint = 0;
@@ -307,6 +313,7 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
         }
         break;
     case VBTS_KIND_IRET:
+        p->loads_flags = read_stack(v, 2, w, &p->flags_image) == 0;
         if (read_stack(v, 0, w, &val) == 0 && read_stack(v, 1, w, &sel) == 0) {
             uint64_t base;
             p->to_user = (sel & 3) == 3 && cpu_cpl(v->sregs) != 3;
@@ -336,8 +343,14 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     if (predict_common(v, lin, &in, ops, p, why))
         return -1;
-    if (p->kind == VBTS_KIND_UNKNOWN)
+    if (p->kind == VBTS_KIND_UNKNOWN) {
+        /* A POPF that ran popped its image from just below RSP. */
+        struct kvm_regs r = *v->regs;
+        struct cpu_view at = { v->mem, &r, v->sregs };
+        r.rsp -= in.operand_width / 8;
+        debug_effects(&at, &in, ops, p);
         return 0;
+    }
     p->taken = true;
     /* The registers as the instruction saw them, where its target depends on them. */
     uint64_t cs_base = cpu_code_base(v->sregs);

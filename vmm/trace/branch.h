@@ -29,16 +29,12 @@ struct branch_pred {
     int16_t vector_hint;    /* exception it raises for sure (ud2: #UD), or -1 */
     uint8_t vector;         /* INT n, INT3: the vector */
     uint16_t mnemonic;      /* ZydisMnemonic, for what follows it (PUSHF, SYSCALL, HLT) */
-    uint8_t arms_debug;     /* enum branch_debug: it arms the guest's own debugging */
+    bool loads_flags;       /* POPF, IRET: it loads RFLAGS from flags_image (trace/gdbg.c) */
+    int8_t dr;              /* MOV to or from DR0-7: which, else -1 */
+    bool dr_write;          /* ...to it */
     uint8_t irq_change;     /* it may make an interrupt deliverable at once: enum cpu_irq */
     uint64_t target;        /* linear target when taken && target_known */
-};
-
-/* What an instruction arms of the guest's own debugging, which the engines do not honour. */
-enum branch_debug {
-    BRANCH_DEBUG_NONE,
-    BRANCH_DEBUG_TF,        /* POPF loads RFLAGS with TF set */
-    BRANCH_DEBUG_DR7,       /* MOV to DR7 enables a breakpoint (L0-3, G0-3) or GD */
+    uint64_t flags_image;
 };
 
 /*
@@ -51,7 +47,8 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
  * Same, for an instruction at linear address `lin` whose step exit was
  * swallowed (handler entry, after IRET, after MOV SS).  Register values are
  * those seen after it ran, so only control flow that does not depend on them
- * is predicted: targets of direct branches and non-branches.  Conditional
+ * is predicted: targets of direct branches and non-branches (a POPF's
+ * image is the one it popped).  Conditional
  * branches report taken=true with their target (taken or not is unknown);
  * a near RET the target it popped (the slot below RSP); other indirect
  * ones target_known=false.

@@ -18,6 +18,7 @@
 #include "core/vm.h"
 #include "trace/attrib.h"
 #include "trace/branch.h"
+#include "trace/gdbg.h"
 #include "trace/stretch.h"
 #include "trace/trace.h"
 #include "vbts/format.h"
@@ -108,6 +109,8 @@ struct trace_vcpu {
     struct kvm_sregs flow_sregs;/* the mode that code ran in */
     struct kvm_regs before_regs;    /* the vCPU before the step in flight */
     struct kvm_sregs before_sregs;
+    uint64_t events;            /* event records written (exceptions, interrupts, INT n) */
+    struct gdbg_state gd;       /* the guest's own debugging (gdbg.c) */
     struct leap_state leap;
     struct pvm_state pvm;
     struct tf_state tf;

@@ -143,7 +143,7 @@ int leap_before_run(struct trace_vcpu *t)
     trace_view(t, &v);
     int others = debug_bps_of_others(t->cpu, DEBUG_TRACE);
     bool free = t->pred_valid && !t->passing &&
-                !guest_bts_on(t->tr->gbts, t->cpu) && others < DEBUG_MAX_BP - 1 &&
+                !guest_bts_on(t->tr->gbts, t->cpu) && !gdbg_engaged(t) && others < DEBUG_MAX_BP - 1 &&
                 t->tr->be->may_leap(t, &v);
     if (free && take_branches(t, &v) < 0)
         return -1;

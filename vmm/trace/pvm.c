@@ -78,7 +78,7 @@ static int attribute_event(struct trace_vcpu *t, const struct cpu_view *v, const
      * the guest (a #DB it has no handler for, once the window is closed).
      */
     if (at && !(at->regs->rflags & RFLAGS_TF)) {
-        struct deliver_before b = { .regs = at->regs, .sregs = at->sregs,
+        struct deliver_before b = { .regs = at->regs, .sregs = at->sregs, .guest_frame = t->gd.frame,
                                     .next_rip = at->regs->rip + t->pred.len };
         deliver_untrap(v->mem, &b);
     }
@@ -562,6 +562,7 @@ static bool pvm_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
 
 const struct backend backend_pvm = {
     .name = "kvm_pvm",
+    .user_by_tf = true,
     .steps_let_in = true,
     .stepping = pvm_stepping,
     .arm_step = pvm_arm_step,

@@ -33,10 +33,14 @@ int step_update(struct trace_vcpu *t)
         w.nbp = 1;
         w.bp[0] = t->tr->cfg->start;
     }
+    if (step && !t->stepping && gdbg_start(t) < 0)
+        return -1;
     if (t->tr->be->stepping(t, step, &w) < 0)
         return -1;
     t->leap.armed = false;
     if (debug_set(t->cpu, DEBUG_TRACE, &w) < 0)
+        return -1;
+    if (!step && t->stepping && gdbg_end(t) < 0)
         return -1;
     if (step && !t->stepping)
         t->pred_valid = false;
@@ -79,7 +83,7 @@ int step_complete(struct trace_vcpu *t)
     /* Only an NMI, SMI or INIT ends such a halt (trace.c, before the next run). */
     t->halted_off = t->pred_valid && arch_vm(t->cpu->vm)->irqchip && t->pred.mnemonic == ZYDIS_MNEMONIC_HLT &&
                     rip == t->pred.from + t->pred.len && !(v.regs->rflags & RFLAGS_IF);
-    if (t->pred_valid && t->tr->be->settle(t, &v, rip) < 0)
+    if (t->pred_valid && (t->tr->be->settle(t, &v, rip) < 0 || gdbg_after(t, &v, rip) < 0))
         return -1;
     window_follow_context(t, v.sregs->cr3);
     if (t->passing && !t->tracing) {
@@ -114,24 +118,6 @@ enum vcpu_verdict step_on_debug(struct trace_vcpu *t, unsigned hits)
     return VCPU_EXIT_DONE;
 }
 
-/*
- * The guest arms its own single-step or breakpoints: the engines step with
- * the same TF and debug registers (KVM's guest debugging keeps the guest's
- * own DR7 out of the CPU), so the guest would not see its #DBs where it
- * looks for them.  The trace stops before that instruction (docs/engine.md).
- */
-static int guest_debug_stop(struct trace_vcpu *t)
-{
-    if (t->tr->sink)
-        sink_stop(t->tr->sink, t->cpu->index, VBTS_STOP_UNSUPPORTED);
-    vm_request_end(t->cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
-                   "trace stopped at 0x%llx on vCPU %d: the guest arms its own %s, which vbts does "
-                   "not honour while it steps the guest", (unsigned long long)t->pred.from,
-                   t->cpu->index, t->pred.arms_debug == BRANCH_DEBUG_TF ?
-                   "single-step (POPF sets RFLAGS.TF)" : "breakpoints (MOV to DR7 enables them)");
-    return -1;
-}
-
 /* Predict the instruction at the vCPU's RIP, the one the next step runs. */
 int step_predict(struct trace_vcpu *t, bool tolerate_skip)
 {
@@ -164,8 +150,6 @@ int step_predict(struct trace_vcpu *t, bool tolerate_skip)
         if (!t->stepping)
             return 0;
     }
-    if (t->stepping && t->pred.arms_debug)
-        return guest_debug_stop(t);
     if (t->stepping && (t->pred.to_user || cpu_cpl(v.sregs) == 3) &&
         !t->tr->be->user_ok(t, &v, &t->pred)) {
         if (t->tr->sink)
@@ -175,6 +159,11 @@ int step_predict(struct trace_vcpu *t, bool tolerate_skip)
                        "a 64-bit guest's #DB handler, entered by IRETQ or SYSRET); trace ends "
                        "before 0x%llx", (unsigned long long)rip);
         return -1;
+    }
+    if (t->stepping) {
+        int g = gdbg_before(t, &v);
+        if (g != 0)
+            return g < 0 ? -1 : step_predict(t, false);    /* at the guest's #DB handler now */
     }
     return 0;
 }

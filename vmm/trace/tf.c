@@ -205,7 +205,7 @@ static int settle_events(struct trace_vcpu *t, enum tf_irq mode)
 static int rep_ahead(struct trace_vcpu *t)
 {
     unsigned m = t->pred.mnemonic;
-    if (!t->stepping || !t->pred_valid || !host_tdp() ||
+    if (!t->stepping || !t->pred_valid || !host_tdp() || gdbg_engaged(t) ||
         !(m == ZYDIS_MNEMONIC_STOSB || m == ZYDIS_MNEMONIC_STOSW || m == ZYDIS_MNEMONIC_STOSD ||
           m == ZYDIS_MNEMONIC_STOSQ || m == ZYDIS_MNEMONIC_MOVSB || m == ZYDIS_MNEMONIC_MOVSW ||
           m == ZYDIS_MNEMONIC_MOVSD || m == ZYDIS_MNEMONIC_MOVSQ))
@@ -336,7 +336,7 @@ static bool tf_debug_exit(struct trace_vcpu *t, unsigned hits)
         return false;
     t->steps++;
     t->tf.nwatch = 0;
-    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs,
+    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs, .guest_frame = t->gd.frame,
                                .next_rip = t->before_regs.rip + t->pred.len };
     deliver_untrap(v.mem, &b);
     window_emit_branch(t, t->pred.from, rip, VBTS_KIND_EXCEPTION, t->pred.cpl);
@@ -497,7 +497,7 @@ static bool frame_seen(struct trace_vcpu *t, const struct cpu_view *v, uint64_t 
 static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     const struct branch_pred *p = &t->pred;
-    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs,
+    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs, .guest_frame = t->gd.frame,
                                .next_rip = t->before_regs.rip + p->len };
     /*
      * A PUSHF that completed wrote the host's TF where a 32-bit frame's

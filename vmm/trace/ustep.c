@@ -199,7 +199,7 @@ bool ustep_on_debug(struct trace_vcpu *t, unsigned hits)
      * frame has the monitor's TF, which the handler's IRET must not bring
      * back.  The step engine reads the step as usual.
      */
-    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs,
+    struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs, .guest_frame = t->gd.frame,
                                .next_rip = t->pred.from + t->pred.len };
     if (cpu_cpl(&t->before_sregs) == 3)
         deliver_untrap(v.mem, &b);

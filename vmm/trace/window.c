@@ -66,6 +66,8 @@ bool window_passes(const struct trace_config *c, int cpl, uint64_t cr3)
 void window_emit_branch(struct trace_vcpu *t, uint64_t from, uint64_t to, unsigned kind, int cpl)
 {
     struct vbts_record r = { from, to, (uint64_t)kind << VBTS_KIND_SHIFT };
+    if (kind == VBTS_KIND_EXCEPTION || kind == VBTS_KIND_INTERRUPT || kind == VBTS_KIND_INT)
+        t->events++;
     if (t->tracing && window_passes(t->tr->cfg, cpl, t->cr3)) {
         struct trace_config *c = t->tr->cfg;
         /* The limit is over all vCPUs: exactly max_branches records get out. */

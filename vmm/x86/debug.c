@@ -52,7 +52,7 @@ bool debug_merge(struct debug_state *d, struct kvm_guest_debug *out)
     for (int c = 0; c < DEBUG_NCLIENTS; c++)
         if (active(d, c) && d->want[c].block_irq)
             dbg.control |= KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_BLOCKIRQ;
-    if (slot)
+    if (slot || (step && d->hide_guest))
         dbg.control |= KVM_GUESTDBG_USE_HW_BP;
     *out = dbg;
     return step;
@@ -152,6 +152,15 @@ bool debug_stepping(const struct vcpu *cpu)
 int debug_rearm(struct vcpu *cpu)
 {
     return apply(cpu);
+}
+
+int debug_hide_guest(struct vcpu *cpu, bool on)
+{
+    struct debug_state *d = &arch_vcpu(cpu)->dbg;
+    if (d->hide_guest == on)
+        return 0;
+    d->hide_guest = on;
+    return d->applied ? apply(cpu) : 0;
 }
 
 int debug_let_irq(struct vcpu *cpu)

@@ -45,6 +45,7 @@ struct debug_state {
     bool applied;               /* KVM has the merged wishes */
     bool exclusive;             /* ...and they include an exclusive client's */
     uint32_t control;           /* the KVM_GUESTDBG_* flags KVM was given last */
+    bool hide_guest;            /* while stepping, the guest's own DR7 stays out of the CPU */
     int slot_owner[DEBUG_MAX_BP];   /* client of each DR0-3 slot, or -1 */
     int slot_index[DEBUG_MAX_BP];   /* which of that client's breakpoints */
 };
@@ -96,6 +97,13 @@ bool debug_stepping(const struct vcpu *cpu);
  * stepping client re-arms before every KVM_RUN.
  */
 int debug_rearm(struct vcpu *cpu);
+/*
+ * The guest has breakpoints of its own, which the trace honours in
+ * software (trace/gdbg.c): while a client steps, KVM loads the clients'
+ * DR7 (KVM_GUESTDBG_USE_HW_BP, none enabled) rather than the guest's, so
+ * that they cannot fire in the CPU as well.
+ */
+int debug_hide_guest(struct vcpu *cpu, bool on);
 /*
  * The same, but with interrupts let in: for one KVM_RUN that ends before
  * the guest runs (vcpu_probe), so that KVM takes a pending interrupt.

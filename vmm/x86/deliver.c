@@ -323,7 +323,8 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
 static bool frame_at(struct ctx *c, uint64_t at, unsigned slot, const struct deliver_before *b)
 {
     uint8_t f[24];
-    if ((b->wrote_len && at < b->wrote + b->wrote_len && b->wrote < at + 3 * slot) || read_lin(c, at, f, 3 * slot))
+    if ((b->wrote_len && at < b->wrote + b->wrote_len && b->wrote < at + 3 * slot) ||
+        (b->guest_frame && at == b->guest_frame) || read_lin(c, at, f, 3 * slot))
         return false;
     uint64_t rip = slot == 8 ? vbts_le64(f) : slot == 4 ? vbts_le32(f) : vbts_le16(f);
     uint64_t cs = slot == 8 ? vbts_le64(f + 8) : slot == 4 ? vbts_le32(f + 4) : vbts_le16(f + 2);

@@ -76,6 +76,7 @@ struct deliver_before {
     const struct kvm_sregs *sregs;
     uint64_t next_rip;              /* the instruction's end (a trap's return address) */
     uint64_t wrote, wrote_len;      /* linear bytes the instruction itself stored, which are its data */
+    uint64_t guest_frame;           /* a frame (its RIP slot) whose TF is the guest's own, or 0 */
 };
 
 /*

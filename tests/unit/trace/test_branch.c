@@ -223,23 +223,25 @@ Test(branch, div_that_faults_is_foreseen)
     cr_assert_eq(predict().vector_hint, -1);
 }
 
-/* The guest's own single-step and breakpoints, which the engines stop at. */
-Test(branch, arms_the_guests_own_debugging)
+/* What the guest's own debugging (trace/gdbg.c) reads of an instruction. */
+Test(branch, the_guests_own_debugging)
 {
     uint64_t fl = 0x302;                        /* TF and IF */
     memcpy(gmem_ptr(&mem, regs.rsp, 8), &fl, 8);
     code("\x9d", 1);                            /* popfq */
-    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_TF);
-    fl = 0x202;
-    memcpy(gmem_ptr(&mem, regs.rsp, 8), &fl, 8);
-    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_NONE);
+    struct branch_pred p = predict();
+    cr_assert(p.loads_flags);
+    cr_assert_eq(p.flags_image, 0x302);
+    cr_assert_eq(p.dr, -1);
     code("\x0f\x23\xf8", 3);                    /* mov dr7, rax */
-    regs.rax = 0x400;                           /* nothing enabled */
-    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_NONE);
-    regs.rax = 0x402;                           /* G0 */
-    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_DR7);
-    regs.rax = 0x2400;                          /* GD */
-    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_DR7);
-    code("\x0f\x23\xc0", 3);                    /* mov dr0, rax: no breakpoint yet */
-    cr_assert_eq(predict().arms_debug, BRANCH_DEBUG_NONE);
+    p = predict();
+    cr_assert(!p.loads_flags);
+    cr_assert_eq(p.dr, 7);
+    cr_assert(p.dr_write);
+    code("\x0f\x21\xf0", 3);                    /* mov rax, dr6 */
+    p = predict();
+    cr_assert_eq(p.dr, 6);
+    cr_assert(!p.dr_write);
+    code("\x90", 1);                            /* nop */
+    cr_assert_eq(predict().dr, -1);
 }

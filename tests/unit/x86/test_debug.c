@@ -95,3 +95,19 @@ Test(debug, code_run_in_software_stops_at_other_clients_breakpoints)
                                                  .bp_len = { 3 } };
     cr_assert(debug_others_break_at(&c, DEBUG_TRACE, 0x9999), "a watchpoint: anywhere");
 }
+
+/* The guest's own breakpoints, honoured in software, stay out of the CPU while a client steps. */
+Test(debug, the_guests_breakpoints_are_hidden_while_stepping)
+{
+    struct kvm_guest_debug g;
+    d.hide_guest = true;
+    cr_assert_not(debug_merge(&d, &g));
+    cr_assert_eq(g.control, 0, "nobody steps: the guest's DR7 is its own");
+    d.want[DEBUG_TRACE] = (struct debug_want){ .step = true };
+    cr_assert(debug_merge(&d, &g));
+    cr_assert_eq(g.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP | KVM_GUESTDBG_USE_HW_BP);
+    cr_assert_eq(g.arch.debugreg[7], 0, "no breakpoint enabled in the CPU");
+    d.hide_guest = false;
+    cr_assert(debug_merge(&d, &g));
+    cr_assert_eq(g.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+}

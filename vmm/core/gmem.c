@@ -102,6 +102,12 @@ static void mark_entry(const struct gmem *m, uint64_t gpa, size_t size, enum mar
 }
 
 /* Walk 64-bit-entry tables from `table`, `levels` deep, 9 index bits each. */
+static void note_entry(struct gmem_access *a, uint64_t at)
+{
+    if (a->nentry < sizeof(a->entry) / sizeof(a->entry[0]))
+        a->entry[a->nentry++] = at;
+}
+
 static enum gmem_xlate walk64(const struct gmem *m, uint64_t table, int levels,
                               uint64_t lin, uint64_t *gpa, struct gmem_access *a, bool nx,
                               enum mark mk)
@@ -109,6 +115,7 @@ static enum gmem_xlate walk64(const struct gmem *m, uint64_t table, int levels,
     for (int level = levels; level >= 1; level--) {
         int shift = 12 + 9 * (level - 1);
         uint64_t e, at = table + ((lin >> shift) & 0x1ff) * 8;
+        note_entry(a, at);
         enum gmem_xlate r = read_entry(m, at, 8, &e);
         if (r != GMEM_OK)
             return r;
@@ -147,12 +154,14 @@ static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, 
     if (pg->cr4 & CR4_PAE) {
         /* PAE's PDPTEs carry no access bits (they are reserved there). */
         uint64_t pdpte;
+        note_entry(a, (pg->cr3 & 0xffffffe0u) + (lin >> 30) * 8);
         enum gmem_xlate r = read_entry(m, (pg->cr3 & 0xffffffe0u) + (lin >> 30) * 8, 8, &pdpte);
         if (r != GMEM_OK)
             return r;
         return walk64(m, pdpte & ADDR_MASK, 2, lin, gpa, a, nx, mk);
     }
     uint64_t pde, pte, at = (pg->cr3 & 0xfffff000u) + (lin >> 22) * 4;
+    note_entry(a, at);
     enum gmem_xlate r = read_entry(m, at, 4, &pde);
     if (r != GMEM_OK)
         return r;
@@ -165,6 +174,7 @@ static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, 
         return GMEM_OK;
     }
     at = (pde & 0xfffff000u) + ((lin >> 12) & 0x3ff) * 4;
+    note_entry(a, at);
     r = read_entry(m, at, 4, &pte);
     if (r != GMEM_OK)
         return r;

@@ -64,6 +64,8 @@ struct gmem_access {
     bool write;         /* R/W set at every level */
     bool user;          /* U/S set at every level */
     bool exec;          /* no level has XD (with EFER.NXE) */
+    unsigned nentry;    /* the paging entries the walk read (guest-physical; 8 bytes or, */
+    uint64_t entry[5];  /* without PAE, 4): a store there may remap the address */
 };
 
 /* Linear to guest-physical with what the mapping allows (all of it without paging). */

@@ -83,12 +83,94 @@ static bool written(const struct stretch *s, ZydisRegister r)
 }
 
 /*
+ * Note the guest-physical bytes of [lo, hi) as written: a later
+ * instruction of the stretch there was decoded before they changed.
+ * False if they are too many to note (the stretch ends before the store).
+ */
+static bool note_store(const struct cpu_view *v, uint64_t lo, uint64_t hi, struct stretch *s)
+{
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    if (hi - lo > 2 * 4096ull)
+        return false;
+    for (uint64_t at = lo; at < hi;) {
+        uint64_t end = (at | 0xfff) + 1, gpa;
+        if (end > hi)
+            end = hi;
+        /* Not mapped: the store faults there, on a watched handler, and writes nothing. */
+        if (gmem_translate(v->mem, &pg, at, &gpa) == GMEM_OK) {
+            if (s->nst == STRETCH_MAX_STORES)
+                return false;
+            s->st[s->nst].gpa = gpa;
+            s->st[s->nst++].len = end - at;
+        }
+        at = end;
+    }
+    return true;
+}
+
+static bool stored(const struct stretch *s, uint64_t gpa, uint64_t len)
+{
+    for (unsigned i = 0; i < s->nst; i++)
+        if (gpa < s->st[i].gpa + s->st[i].len && s->st[i].gpa < gpa + len)
+            return true;
+    return false;
+}
+
+/*
+ * May the stretch's stores so far have written any byte of the
+ * instruction at [lin, lin + len), or a paging entry that maps it?
+ */
+static bool overwritten(const struct cpu_view *v, uint64_t lin, unsigned len, const struct stretch *s)
+{
+    if (!s->nst)
+        return false;
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    for (uint64_t at = lin; at < lin + len;) {
+        uint64_t end = (at | 0xfff) + 1, gpa;
+        struct gmem_access a;
+        if (end > lin + len)
+            end = lin + len;
+        if (gmem_walk(v->mem, &pg, at, &gpa, &a) != GMEM_OK || stored(s, gpa, end - at))
+            return true;
+        for (unsigned i = 0; i < a.nentry; i++)
+            if (stored(s, a.entry[i], 8))
+                return true;
+        at = end;
+    }
+    return false;
+}
+
+/* A REP STOS or MOVS stores RCX elements from RDI on, up or down by DF: how many bytes either way. */
+static bool rep_span(const struct cpu_view *v, const ZydisDecodedInstruction *in, const struct stretch *s,
+                     uint64_t elem, uint64_t *span)
+{
+    *span = 0;
+    if (!(in->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE)))
+        return true;
+    if (written(s, ZYDIS_REGISTER_RCX))
+        return false;
+    uint64_t n = v->regs->rcx;
+    if (in->address_width == 32)
+        n = (uint32_t)n;
+    else if (in->address_width == 16)
+        n = (uint16_t)n;
+    if (n > 2 * 4096ull)
+        return false;
+    *span = n * elem;
+    return true;
+}
+
+/*
  * The instruction writes (or may write) into the IDT: the handlers watched for the rest
  * of the stretch were read from it before (a guest that sets a gate and
- * then faults through it).  Or into an APIC's page.
+ * then faults through it).  Or into an APIC's page.  Or into more than
+ * the stretch can note (note_store), which the instructions after it
+ * are checked against.
  */
-static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                       const ZydisDecodedOperand *ops, const struct stretch *s)
+static bool store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, struct stretch *s)
 {
     uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
     /* Its operands as it computes them: its own RIP; registers the stretch wrote before it are not known. */
@@ -96,7 +178,7 @@ static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecode
     struct cpu_view at = { v->mem, &r, v->sregs };
     r.rip = lin - s->cs_base;
     for (unsigned i = 0; i < in->operand_count; i++) {
-        uint64_t ea, slack = 0;
+        uint64_t ea, slack = 0, n = ops[i].size / 8, span;
         if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
             !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
             continue;
@@ -110,13 +192,18 @@ static bool writes_idt(const struct cpu_view *v, uint64_t lin, const ZydisDecode
             slack = s->sp_span;
         }
         if (cpu_store_below_sp(&ops[i]))
-            slack += 2 * (uint64_t)ops[i].size / 8;
+            slack += 2 * n;
+        if (!rep_span(v, in, s, n, &span))
+            return true;
+        slack += span;
         if (cpu_operand_address(&at, in, &ops[i], &ea) < 0)
             return true;
-        if (ea <= end + slack && ea + ops[i].size / 8 + slack > base)
+        if (ea <= end + slack && ea + n + slack > base)
             return true;
         /* An APIC's register: an interrupt may be due at once (a self-IPI), which steps let in. */
         if (cpu_lin_irqchip(&at, ea))
+            return true;
+        if (!note_store(v, ea - slack, ea + n + slack, s))
             return true;
     }
     return false;
@@ -158,9 +245,9 @@ static void note_writes(const ZydisDecodedInstruction *in, const ZydisDecodedOpe
  * that happens is seen at the next exit, which ends the trace there.
  */
 static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                       const ZydisDecodedOperand *ops, const struct stretch *s)
+                       const ZydisDecodedOperand *ops, struct stretch *s)
 {
-    if (cuts(in, ops) || writes_idt(v, lin, in, ops, s))
+    if (cuts(in, ops) || store_cuts(v, lin, in, ops, s))
         return STRETCH_CUT;
     return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
 }
@@ -215,12 +302,17 @@ static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64
     if (p.kind != VBTS_KIND_UNKNOWN &&
         (s->nins == 0 || !((p.kind == VBTS_KIND_JMP || p.kind == VBTS_KIND_CALL) && p.target_known)))
         return false;
-    uint32_t m = raises(v, lin, &in, ops, s);
+    /* Code an earlier store of the stretch may have changed (through any mapping) runs decoded afresh. */
+    if (overwritten(v, lin, in.length, s))
+        return false;
     int nh = s->nh;
+    unsigned nst = s->nst;
+    uint32_t m = raises(v, lin, &in, ops, s);
     uint32_t vectors[STRETCH_MAX_HANDLERS];
     memcpy(vectors, s->vectors, sizeof(vectors));
     if (m == STRETCH_CUT || !watch(v, m, max, s)) {
         s->nh = nh;
+        s->nst = nst;
         memcpy(s->vectors, vectors, sizeof(vectors));
         return false;
     }

@@ -22,6 +22,8 @@
 #define STRETCH_MAX_INSNS 128
 /* Handler breakpoints beside the end's: DR0-3 less one. */
 #define STRETCH_MAX_HANDLERS 3
+/* Guest-physical ranges its stores may write: a stretch with more ends before the next store. */
+#define STRETCH_MAX_STORES 16
 
 struct stretch_rec {
     uint64_t from, to;
@@ -42,6 +44,8 @@ struct stretch {
     uint32_t vectors[STRETCH_MAX_HANDLERS]; /* the vectors (bits 0..31) each serves */
     uint32_t written;                       /* general registers (bit per id) its instructions write */
     uint64_t sp_span;                       /* how far pushes, pops, calls may have moved RSP (~0: unknown) */
+    unsigned nst;
+    struct { uint64_t gpa, len; } st[STRETCH_MAX_STORES];  /* what its stores may write: no code of its own */
 };
 
 /*

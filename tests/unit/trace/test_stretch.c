@@ -209,3 +209,60 @@ Test(stretch, ends_before_a_store_that_may_reach_the_idt)
     regs.rsp = 0x8000 + 16 * 256 + 8;
     cr_assert_eq(stretch_plan(&view, 4, NULL, &s), false, "the first may");
 }
+
+/* Code a store of the stretch may change is not run on bytes decoded before it. */
+Test(stretch, ends_before_code_its_own_stores_may_have_changed)
+{
+    gates();
+    /* 0x10000: mov byte [rip + 1], 0x90 (into 0x10008); nop; nop; nop; jnz */
+    static const uint8_t rel[] = { 0xc6, 0x05, 0x01, 0x00, 0x00, 0x00, 0x90, 0x90, 0x90, 0x90, 0x75, 0x00 };
+    code(rel, sizeof(rel));
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x10008, "it ends at the byte the store wrote");
+    /* The same page mapped again at 0x1c0000: mov byte [rbx], 0x90 through it */
+    vbts_put64(gmem_ptr(&mem, 0x4000 + (0x1c0000 >> 12) * 8, 8), 0x10000 | 3);
+    static const uint8_t alias[] = { 0xc6, 0x03, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x75, 0x00 };
+    code(alias, sizeof(alias));
+    regs.rbx = 0x1c0008;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x10008, "through another mapping of the page");
+    regs.rbx = 0x1c0100;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x1000a, "elsewhere on the page: to the jnz");
+    /* rep stosb at 0x10000 over 0x10040..0x10043, nops up to there */
+    uint8_t rep[0x50];
+    memset(rep, 0x90, sizeof(rep));
+    rep[0] = 0xf3;
+    rep[1] = 0xaa;
+    rep[0x48] = 0x75;
+    rep[0x49] = 0x00;
+    code(rep, sizeof(rep));
+    regs.rdi = 0x10040;
+    regs.rcx = 4;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x1003c, "a REP STOS's bytes: RCX of them, either way (DF)");
+    regs.rcx = 1 << 20;
+    cr_assert(stretch_plan(&view, 4, NULL, &s) == false || s.nins == 0, "too many to note: stepped");
+}
+
+/* A store into the page tables that map the stretch's next page: that code is fetched afresh. */
+Test(stretch, ends_before_code_whose_mapping_its_stores_may_have_changed)
+{
+    gates();
+    regs.rip = 0x10ff0;
+    /* mov [rbx], rax; then nops across into the page at 0x11000; jnz there */
+    uint8_t a[0x20];
+    memset(a, 0x90, sizeof(a));
+    a[0] = 0x48;
+    a[1] = 0x89;
+    a[2] = 0x03;
+    a[0x18] = 0x75;
+    a[0x19] = 0x00;
+    code(a, sizeof(a));
+    regs.rbx = 0x4000 + 8 * (0x11000 >> 12);    /* the PTE of 0x11000 */
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x11000, "it ends where the rewritten entry maps");
+    regs.rbx = 0x4000 + 8 * (0x12000 >> 12);
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x11008, "another entry: on to the jnz");
+}

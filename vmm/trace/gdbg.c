@@ -112,11 +112,12 @@ int gdbg_start(struct trace_vcpu *t)
     return get_debugregs(t);
 }
 
-int gdbg_end(struct trace_vcpu *t)
+/* The guest's TF back in the CPU's RFLAGS, its DR7 back in the CPU. */
+static int give_back(struct trace_vcpu *t)
 {
     struct kvm_regs *r = &t->cpu->run->s.regs.regs;
     bool tf = t->gd.tf;
-    t->gd.tf = false;
+    t->gd = (struct gdbg_state){ .events = t->events };
     if (debug_hide_guest(t->cpu, false) < 0)
         return -1;
     if (!tf)
@@ -125,6 +126,14 @@ int gdbg_end(struct trace_vcpu *t)
     if (ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0)
         return error_fail_errno("KVM_SET_REGS");
     return 0;
+}
+
+int gdbg_end(struct trace_vcpu *t)
+{
+    /* An instruction whose step is being read: its TF, its trap, then (gdbg_after). */
+    if (t->gd.ready)
+        return 0;
+    return give_back(t);
 }
 
 /* #DB now, at RIP, DR6's B0-3 and BD/BS from bits: 1, or -1 when the trace stops. */
@@ -265,7 +274,9 @@ int gdbg_before(struct trace_vcpu *t, const struct cpu_view *v)
     if (g->tf && (m == ZYDIS_MNEMONIC_SYSCALL || m == ZYDIS_MNEMONIC_SYSRET || m == ZYDIS_MNEMONIC_SYSENTER ||
                   m == ZYDIS_MNEMONIC_SYSEXIT || m == ZYDIS_MNEMONIC_HLT))
         return unsupported(t, "the guest's own single-step across %s is not modelled",
-                           ZydisMnemonicGetString((ZydisMnemonic)m));
+                           m == ZYDIS_MNEMONIC_SYSCALL ? "SYSCALL" : m == ZYDIS_MNEMONIC_SYSRET ? "SYSRET" :
+                           m == ZYDIS_MNEMONIC_SYSENTER ? "SYSENTER" : m == ZYDIS_MNEMONIC_SYSEXIT ? "SYSEXIT" :
+                           "HLT");
     if ((p->dr >= 0 && (g->dr7 & DR7_GD)) || (!g->rf && gdbg_exec_hits(g->dr, g->dr7, p->from))) {
         if (++g->nested > NESTED_MAX)
             return unsupported(t, "%d #DB faults in a row and no instruction runs (the CPU would "
@@ -342,7 +353,7 @@ static int second(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t
     return (rf || !gdbg_exec_hits(g->dr, g->dr7, at)) && s->dr < 0;
 }
 
-int gdbg_after(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     struct gdbg_state *g = &t->gd;
     const struct branch_pred *p = &g->pred;    /* a backend may have predicted on since */
@@ -403,4 +414,18 @@ int gdbg_after(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
     if (!bits && !bs)
         return 0;
     return raise_db(t, bits | (bs ? DR6_BS : 0)) < 0 ? -1 : 0;
+}
+
+int gdbg_after(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    bool was = t->gd.ready;
+    int r = after_step(t, v, rip);
+    if (r == 0 && was && !t->stepping && t->events != t->gd.events && t->gd.tf) {
+        r = frame_tf(t, v);     /* an event at the window's last instruction: its frame shows TF */
+        t->gd.tf = false;
+    }
+    /* The window closed on the way (gdbg_end waited for this instruction): the CPU's now. */
+    if (r == 0 && was && !t->stepping)
+        r = give_back(t);
+    return r;
 }

@@ -28,13 +28,13 @@
 #include "x86/x87.h"
 
 enum { HC_INT3, HC_INTN, HC_INTO, HC_IRETD, HC_GATE, HC_FWAIT, HC_X87, HC_UD, HC_SYSCALL, HC_SYSRET,
-       HC_RETRY, HC_HALT, HC_COUNT };
+       HC_RETRY, HC_HALT, HC_INT1, HC_COUNT };
 static const char *const hc_name[HC_COUNT] = { "int3", "int n", "into", "iretd", "far branch through a call gate",
                                                "fwait", "x87 instruction", "#UD, #NM or bound", "syscall",
-                                               "sysret", "patched-away retry", "stale HLT state" };
+                                               "sysret", "patched-away retry", "stale HLT state", "int1 (icebp)" };
 static const char *const hc_verb[HC_COUNT] = { "emulated", "emulated", "emulated", "emulated", "emulated",
                                                "emulated", "completed on the host's x87", "emulated",
-                                               "completed", "emulated", "done", "cleared" };
+                                               "completed", "emulated", "done", "cleared", "emulated" };
 static atomic_ulong hc_fired[HC_COUNT];
 
 
@@ -453,6 +453,12 @@ static bool complete(struct vcpu *cpu)
         if (!soft_interrupt(cpu, 1, 3))
             return false;
         atomic_fetch_add(&hc_fired[HC_INT3], 1);
+        return true;
+    }
+    if (n >= 1 && b[0] == 0xf1) {                   /* int1 (icebp): #DB, a trap, no DPL check */
+        if (!soft_interrupt(cpu, 1, 1))
+            return false;
+        atomic_fetch_add(&hc_fired[HC_INT1], 1);
         return true;
     }
     if (n >= 3 && b[0] == 0x48 && b[1] == 0x0f && b[2] == 0x07 && (sr.efer & (1u << 10))) {

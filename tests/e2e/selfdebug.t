@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# selfdebug.t: a guest that debugs itself (docs/engine.md, "The guest's own
+# debugging").  stubs.t checks guest-stub/selfdebug.asm against QEMU; here,
+# under both engines:
+#   - ICEBP (guest-stub/selfcheck/icebp.asm), which QEMU's TCG cannot judge
+#     (it raises #UD): vbts's records == the annotations, the guest's own
+#     count right (status 1);
+#   - the guest's own single-step across SYSCALL, not modelled: status 125,
+#     the one line, a stop marker of reason `unsupported`, and every record
+#     before it the stub's;
+#   - a window that closes while the guest's TF and breakpoints are on:
+#     the guest runs on with them, as the CPU runs it (status 1 wherever
+#     the window ends).  Not on kvm_pvm, whose emulator fires none of the
+#     guest's data breakpoints untraced (selfdebug.bin fails its own check
+#     there without vbts).
+. "$(dirname "$0")/tap.sh"
+cd "$ROOT"
+have_vbts && have_decode || { plan 1; skip "the guest's own debugging" "vbts is not built"; exit 0; }
+command -v nasm >/dev/null || { plan 1; skip "the guest's own debugging" "no nasm"; exit 0; }
+
+fires=1
+case $VBTS_HOST in lab/*) [ "${LAB_QEMU:-}" = system ] && fires=0 ;; esac
+[ $fires = 1 ] && engines="step branch" || engines=step
+windows="4 10 20 30"
+plan $((2 * 2 + 4 + 4))
+
+# build NAME: guest-stub/selfcheck/NAME.asm into $TMP, its expected records in $TMP/NAME.exp.
+build() {
+    local name=$1 asm=guest-stub/selfcheck/$1.asm
+    nasm -f bin -Iguest-stub/include/ -DMAPFILE="\"$TMP/$name.map\"" -o "$TMP/$name.bin" "$asm" &&
+        "$ORACLE/bts-expect" -I guest-stub/include --map "$TMP/$name.map" "$asm" >"$TMP/$name.exp"
+}
+
+build icebp || diag "icebp.asm does not build"
+build tfsyscall || diag "tfsyscall.asm does not build"
+for e in step branch; do
+    if [[ " $engines " != *" $e "* ]]; then
+        skip "icebp, --engine $e: records and status" "no breakpoints fire here"
+        skip "TF across SYSCALL, --engine $e: a clear stop" "no breakpoints fire here"
+        continue
+    fi
+    out=$TMP/icebp-$e
+    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --engine "$e" --trace "$out.vbts" "$TMP/icebp.bin" \
+        >"$out.out" 2>"$out.err" </dev/null
+    st=$?
+    if [ $st = 1 ] && decode_records "$out.vbts" "$TMP/icebp.bin" "$out.got" &&
+       compare_records "$TMP/icebp.exp" "$out.got" "$TMP/icebp.map" guest-stub/selfcheck/icebp.asm; then
+        ok "icebp, --engine $e: records and status"
+    else
+        not_ok "icebp, --engine $e: records and status (status $st)"
+        diag_file "$out.err"
+    fi
+
+    out=$TMP/tfsc-$e
+    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --engine "$e" --trace "$out.vbts" "$TMP/tfsyscall.bin" \
+        >"$out.out" 2>"$out.err" </dev/null
+    st=$?
+    line="vbts: trace stopped at 0x$(awk '$NF == "sc" { print tolower($1); exit }' "$TMP/tfsyscall.map" |
+        sed 's/^0*//') on vCPU 0: the guest's own single-step across SYSCALL is not modelled"
+    "$VBTS_DECODE" "$out.vbts" >"$out.dec" 2>/dev/null
+    # vbts-decode says the trace is incomplete (status 1) after every record.
+    "$VBTS_DECODE" --format json "$out.vbts" >"$out.json" 2>"$out.derr"
+    dst=$?
+    if [ $st = 125 ] && [ "$(grep -c 'trace stopped' "$out.err")" = 1 ] && grep -qxF "$line" "$out.err" &&
+       grep -q -- '-- stop unsupported' "$out.dec" && [ $dst = 1 ] && grep -q 'trace incomplete' "$out.derr" &&
+       "$ORACLE/vbts-records" --image "$TMP/tfsyscall.bin" "$out.json" >"$out.got" &&
+       compare_records "$TMP/tfsyscall.exp" "$out.got" "$TMP/tfsyscall.map" guest-stub/selfcheck/tfsyscall.asm; then
+        ok "TF across SYSCALL, --engine $e: a clear stop"
+    else
+        not_ok "TF across SYSCALL, --engine $e: a clear stop (status $st; want: $line)"
+        diag_file "$out.err"
+    fi
+done
+
+# The window closes at record N; the guest's TF and DR0-3 are the CPU's from there.
+for n in $windows; do
+    if [ "$VBTS_HOST" = kvm_pvm ]; then
+        skip "selfdebug, window of $n records: the guest runs on with its own debugging" \
+             "kvm_pvm fires no data breakpoint of the guest's untraced"
+        continue
+    fi
+    out=$TMP/win-$n
+    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --max-branches "$n" --trace "$out.vbts" "$STUBS/selfdebug.bin" \
+        >"$out.out" 2>"$out.err" </dev/null
+    st=$?
+    if [ $st = 1 ]; then
+        ok "selfdebug, window of $n records: the guest runs on with its own debugging"
+    else
+        not_ok "selfdebug, window of $n records: the guest runs on with its own debugging (status $st)"
+        diag_file "$out.err"
+    fi
+done
+# ...and the same where the step engine closes it.
+for n in $windows; do
+    if [ "$VBTS_HOST" = kvm_pvm ]; then
+        skip "selfdebug, --engine step, window of $n records" "kvm_pvm fires no data breakpoint of the guest's untraced"
+        continue
+    fi
+    out=$TMP/winstep-$n
+    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --engine step --max-branches "$n" --trace "$out.vbts" \
+        "$STUBS/selfdebug.bin" >"$out.out" 2>"$out.err" </dev/null
+    st=$?
+    if [ $st = 1 ]; then
+        ok "selfdebug, --engine step, window of $n records"
+    else
+        not_ok "selfdebug, --engine step, window of $n records (status $st)"
+        diag_file "$out.err"
+    fi
+done
+exit $((TAP_FAILED > 0))

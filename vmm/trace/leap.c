@@ -208,6 +208,16 @@ static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
     return 0;
 }
 
+/* False if RSP at the stretch's end is not what its instructions leave (where they say). */
+static bool sp_moved(const struct trace_vcpu *t, const struct cpu_view *v)
+{
+    const struct stretch *s = &t->leap.s;
+    uint64_t want = t->before_regs.rsp + (uint64_t)s->sp_delta;
+    if (!s->sp_exact)
+        return true;
+    return cpu_stack_width(v->sregs) == 64 ? v->regs->rsp == want : (uint32_t)v->regs->rsp == (uint32_t)want;
+}
+
 enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
 {
     struct cpu_view v;
@@ -220,7 +230,10 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     while (h < t->leap.s.nh && t->leap.s.handler[h] != rip)
         h++;
     /* Slots may hold earlier stretches' breakpoints: the address says whose. */
-    if (hits && rip == t->leap.s.end) {
+    if (hits && rip == t->leap.s.end && !sp_moved(t, &v)) {
+        r = lost(t, "the stack pointer is not where the stretch leaves it (an event nobody watched, "
+                 "a double fault?)", rip);
+    } else if (hits && rip == t->leap.s.end) {
         emit_upto(t, t->leap.s.nrec);
         if (v.regs->rflags & RFLAGS_IF)     /* a stretch never changes IF */
             t->leap.insns += t->leap.s.nins;

@@ -209,9 +209,68 @@ static bool store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecode
     return false;
 }
 
+static bool is_sp(ZydisRegister r)
+{
+    return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) == ZYDIS_REGISTER_RSP;
+}
+
+/* How the instruction moves RSP, if by a known amount (sp_delta); else sp_exact goes. */
+static void note_sp(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, struct stretch *s)
+{
+    bool hidden = false, visible = false;
+    int64_t slot = 0;
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+            is_sp(ops[i].mem.base))
+            slot = ops[i].size / 8;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !is_sp(ops[i].reg.value) ||
+            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            continue;
+        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN)
+            hidden = true;
+        else
+            visible = true;
+    }
+    if ((!hidden && !visible) || !s->sp_exact)
+        return;
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_PUSHF:
+    case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
+        if (!visible && slot) {
+            s->sp_delta -= slot;
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_POP:
+        if (!visible && slot) {
+            s->sp_delta += slot;
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_ADD: case ZYDIS_MNEMONIC_SUB:
+        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && is_sp(ops[0].reg.value) && ops[0].size >= 32 &&
+            ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+            s->sp_delta += in->mnemonic == ZYDIS_MNEMONIC_ADD ? ops[1].imm.value.s : -ops[1].imm.value.s;
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_LEA:
+        if (is_sp(ops[0].reg.value) && ops[0].size >= 32 && is_sp(ops[1].mem.base) &&
+            ops[1].mem.index == ZYDIS_REGISTER_NONE) {
+            s->sp_delta += ops[1].mem.disp.value;
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    s->sp_exact = false;
+}
+
 /* What the instruction, now in the stretch, leaves unknown to the ones after it. */
 static void note_writes(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, struct stretch *s)
 {
+    note_sp(in, ops, s);
     for (unsigned i = 0; i < in->operand_count; i++) {
         ZydisRegister r = ops[i].reg.value;
         uint32_t bit = ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_bit(r) : 0;
@@ -364,6 +423,7 @@ bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *st
     unsigned limit = STRETCH_MAX_INSNS;
     for (;;) {
         memset(out, 0, sizeof(*out));
+        out->sp_exact = true;
         out->cpl = cpu_cpl(v->sregs);
         out->cs_base = cpu_code_base(v->sregs);
         uint64_t next = lin;

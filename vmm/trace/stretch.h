@@ -44,6 +44,8 @@ struct stretch {
     uint32_t vectors[STRETCH_MAX_HANDLERS]; /* the vectors (bits 0..31) each serves */
     uint32_t written;                       /* general registers (bit per id) its instructions write */
     uint64_t sp_span;                       /* how far pushes, pops, calls may have moved RSP (~0: unknown) */
+    bool sp_exact;                          /* RSP at the end is RSP at the start plus sp_delta: */
+    int64_t sp_delta;                       /* an event nobody watched moves it (leap.c checks) */
     unsigned nst;
     struct { uint64_t gpa, len; } st[STRETCH_MAX_STORES];  /* what its stores may write: no code of its own */
 };

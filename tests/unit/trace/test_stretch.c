@@ -266,3 +266,33 @@ Test(stretch, ends_before_code_whose_mapping_its_stores_may_have_changed)
     cr_assert(stretch_plan(&view, 4, NULL, &s));
     cr_assert_eq(s.end, 0x11008, "another entry: on to the jnz");
 }
+
+/* Where RSP is at the stretch's end, when its instructions say: an event nobody watched moves it. */
+Test(stretch, knows_where_it_leaves_the_stack_pointer)
+{
+    gates();
+    /* push rax; sub rsp, 0x20; lea rsp, [rsp + 0x30]; add rsp, -8; jnz */
+    static const uint8_t a[] = { 0x50, 0x48, 0x83, 0xec, 0x20, 0x48, 0x8d, 0x64, 0x24, 0x30,
+                                 0x48, 0x83, 0xc4, 0xf8, 0x75, 0x00 };
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x1000e);
+    cr_assert(s.sp_exact);
+    cr_assert_eq(s.sp_delta, -8 - 0x20 + 0x30 - 8);
+    /* push rax; call next; next: jnz */
+    static const uint8_t call[] = { 0x50, 0xe8, 0x00, 0x00, 0x00, 0x00, 0x75, 0x00 };
+    code(call, sizeof(call));
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_eq(s.end, 0x10006);
+    cr_assert_eq(s.sp_delta, -16);
+    /* pop rsp: from memory */
+    static const uint8_t b[] = { 0x5c, 0x75, 0x00 };
+    code(b, sizeof(b));
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_not(s.sp_exact);
+    /* mov rsp, rbx */
+    static const uint8_t c[] = { 0x48, 0x89, 0xdc, 0x75, 0x00 };
+    code(c, sizeof(c));
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert_not(s.sp_exact);
+}

@@ -6,7 +6,7 @@
 #   - ICEBP (guest-stub/selfcheck/icebp.asm), which QEMU's TCG cannot judge
 #     (it raises #UD): vbts's records == the annotations, the guest's own
 #     count right (status 1);
-#   - the guest's own single-step across SYSCALL, not modelled: status 125,
+#   - the guest's own single-step across HLT, not modelled: status 125,
 #     the one line, a stop marker of reason `unsupported`, and every record
 #     before it the stub's;
 #   - a window that closes while the guest's TF and breakpoints are on:
@@ -33,11 +33,11 @@ build() {
 }
 
 build icebp || diag "icebp.asm does not build"
-build tfsyscall || diag "tfsyscall.asm does not build"
+build tfhlt || diag "tfhlt.asm does not build"
 for e in step branch; do
     if [[ " $engines " != *" $e "* ]]; then
         skip "icebp, --engine $e: records and status" "no breakpoints fire here"
-        skip "TF across SYSCALL, --engine $e: a clear stop" "no breakpoints fire here"
+        skip "TF across HLT, --engine $e: a clear stop" "no breakpoints fire here"
         continue
     fi
     out=$TMP/icebp-$e
@@ -53,22 +53,22 @@ for e in step branch; do
     fi
 
     out=$TMP/tfsc-$e
-    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --engine "$e" --trace "$out.vbts" "$TMP/tfsyscall.bin" \
+    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --engine "$e" --trace "$out.vbts" "$TMP/tfhlt.bin" \
         >"$out.out" 2>"$out.err" </dev/null
     st=$?
-    line="vbts: trace stopped at 0x$(awk '$NF == "sc" { print tolower($1); exit }' "$TMP/tfsyscall.map" |
-        sed 's/^0*//') on vCPU 0: the guest's own single-step across SYSCALL is not modelled"
+    line="vbts: trace stopped at 0x$(awk '$NF == "stop" { print tolower($1); exit }' "$TMP/tfhlt.map" |
+        sed 's/^0*//') on vCPU 0: the guest's own single-step across HLT is not modelled"
     "$VBTS_DECODE" "$out.vbts" >"$out.dec" 2>/dev/null
     # vbts-decode says the trace is incomplete (status 1) after every record.
     "$VBTS_DECODE" --format json "$out.vbts" >"$out.json" 2>"$out.derr"
     dst=$?
     if [ $st = 125 ] && [ "$(grep -c 'trace stopped' "$out.err")" = 1 ] && grep -qxF "$line" "$out.err" &&
        grep -q -- '-- stop unsupported' "$out.dec" && [ $dst = 1 ] && grep -q 'trace incomplete' "$out.derr" &&
-       "$ORACLE/vbts-records" --image "$TMP/tfsyscall.bin" "$out.json" >"$out.got" &&
-       compare_records "$TMP/tfsyscall.exp" "$out.got" "$TMP/tfsyscall.map" guest-stub/selfcheck/tfsyscall.asm; then
-        ok "TF across SYSCALL, --engine $e: a clear stop"
+       "$ORACLE/vbts-records" --image "$TMP/tfhlt.bin" "$out.json" >"$out.got" &&
+       compare_records "$TMP/tfhlt.exp" "$out.got" "$TMP/tfhlt.map" guest-stub/selfcheck/tfhlt.asm; then
+        ok "TF across HLT, --engine $e: a clear stop"
     else
-        not_ok "TF across SYSCALL, --engine $e: a clear stop (status $st; want: $line)"
+        not_ok "TF across HLT, --engine $e: a clear stop (status $st; want: $line)"
         diag_file "$out.err"
     fi
 done

@@ -271,10 +271,8 @@ int gdbg_before(struct trace_vcpu *t, const struct cpu_view *v)
     if ((p->cpl == 3 || p->to_user) && t->tr->be->user_by_tf)
         return unsupported(t, "the guest's own single-step or breakpoints in user mode, where this host "
                            "(%s) is stepped through the guest's TF itself", t->tr->be->name);
-    if (g->tf && (m == ZYDIS_MNEMONIC_SYSCALL || m == ZYDIS_MNEMONIC_SYSRET || m == ZYDIS_MNEMONIC_SYSENTER ||
-                  m == ZYDIS_MNEMONIC_SYSEXIT || m == ZYDIS_MNEMONIC_HLT))
+    if (g->tf && (m == ZYDIS_MNEMONIC_SYSENTER || m == ZYDIS_MNEMONIC_SYSEXIT || m == ZYDIS_MNEMONIC_HLT))
         return unsupported(t, "the guest's own single-step across %s is not modelled",
-                           m == ZYDIS_MNEMONIC_SYSCALL ? "SYSCALL" : m == ZYDIS_MNEMONIC_SYSRET ? "SYSRET" :
                            m == ZYDIS_MNEMONIC_SYSENTER ? "SYSENTER" : m == ZYDIS_MNEMONIC_SYSEXIT ? "SYSEXIT" :
                            "HLT");
     if ((p->dr >= 0 && (g->dr7 & DR7_GD)) || (!g->rf && gdbg_exec_hits(g->dr, g->dr7, p->from))) {
@@ -293,7 +291,31 @@ int gdbg_before(struct trace_vcpu *t, const struct cpu_view *v)
     g->len = p->len;
     g->cs = v->sregs->cs.selector;
     g->tf_before = g->tf;
+    g->r11 = v->regs->r11;
     g->data_hits = (g->dr7 & DR7_ENABLES) ? access_hits(t, v) : 0;
+    return 0;
+}
+
+/*
+ * SYSCALL saves RFLAGS in R11 and masks it with FMASK, SYSRET loads it
+ * from R11; each traps after itself by the TF it leaves (TCG's
+ * gen_eob_worker, as entry_64.S says silicon does), not the one it found.
+ */
+static int system_tf(struct trace_vcpu *t, const struct branch_pred *p, bool *bs)
+{
+    struct gdbg_state *g = &t->gd;
+    struct kvm_regs *r = &t->cpu->run->s.regs.regs;
+    if (p->mnemonic == ZYDIS_MNEMONIC_SYSRET) {
+        g->tf = g->r11 & RFLAGS_TF;
+    } else if (g->tf_before) {
+        struct deliver_syscall_msrs m;
+        if (event_syscall_msrs(t->cpu, &m) < 0)
+            return unsupported(t, "%s", error_last());
+        r->r11 |= RFLAGS_TF;
+        t->cpu->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+        g->tf = !(m.fmask & RFLAGS_TF);
+    }
+    *bs = g->tf;
     return 0;
 }
 
@@ -390,6 +412,8 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     }
     unsigned bits = g->held | g->data_hits;
     bool bs = g->held_bs || (g->tf_before && (branch || !btf(t)));
+    if ((p->mnemonic == ZYDIS_MNEMONIC_SYSCALL || p->mnemonic == ZYDIS_MNEMONIC_SYSRET) && system_tf(t, p, &bs) < 0)
+        return -1;
     if (both) {
         bool branch2 = s.kind != VBTS_KIND_UNKNOWN && s.taken;
         g->rf = false;

@@ -36,6 +36,7 @@ struct gdbg_state {
     uint8_t len;
     uint16_t cs;            /* the code segment it runs in */
     bool tf_before;
+    uint64_t r11;           /* SYSRET's RFLAGS, as the guest had it */
     unsigned data_hits;     /* B0-3 of the data breakpoints its accesses hit */
     unsigned held;          /* ...of a MOV SS, reported after the next instruction */
     bool held_bs;

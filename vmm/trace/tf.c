@@ -261,6 +261,10 @@ static int syscall_ahead(struct trace_vcpu *t)
     if (event_syscall(t->cpu, t->pred.len, &to) < 0)
         return -1;
     window_emit_branch(t, t->pred.from, to, VBTS_KIND_SYSCALL, cpl);
+    struct cpu_view v;
+    trace_view(t, &v);
+    if (gdbg_after(t, &v, to) < 0)
+        return -1;
     return step_predict(t, false) < 0 ? -1 : 1;
 }
 

@@ -214,11 +214,17 @@ static bool is_sp(ZydisRegister r)
     return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) == ZYDIS_REGISTER_RSP;
 }
 
-/* How the instruction moves RSP, if by a known amount (sp_delta); else sp_exact goes. */
-static void note_sp(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, struct stretch *s)
+/*
+ * How the instruction moves RSP, if by what the stretch knows (sp_delta
+ * from RSP at its start, v's); else sp_exact goes.  Registers it has not
+ * written are v's.
+ */
+static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                    struct stretch *s)
 {
     bool hidden = false, visible = false;
     int64_t slot = 0;
+    uint64_t val;
     for (unsigned i = 0; i < in->operand_count; i++) {
         if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
             is_sp(ops[i].mem.base))
@@ -254,6 +260,25 @@ static void note_sp(const ZydisDecodedInstruction *in, const ZydisDecodedOperand
             return;
         }
         break;
+    case ZYDIS_MNEMONIC_MOV:
+        if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+            !written(s, ops[1].reg.value) && cpu_register(v->regs, ops[1].reg.value, &val) == 0) {
+            s->sp_delta = (int64_t)(val - v->regs->rsp);
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_AND:
+        if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+            s->sp_delta = (int64_t)(((v->regs->rsp + (uint64_t)s->sp_delta) & ops[1].imm.value.u) - v->regs->rsp);
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_LEAVE:
+        if (in->operand_width == 64 && !written(s, ZYDIS_REGISTER_RBP)) {
+            s->sp_delta = (int64_t)(v->regs->rbp + 8 - v->regs->rsp);
+            return;
+        }
+        break;
     case ZYDIS_MNEMONIC_LEA:
         if (is_sp(ops[0].reg.value) && ops[0].size >= 32 && is_sp(ops[1].mem.base) &&
             ops[1].mem.index == ZYDIS_REGISTER_NONE) {
@@ -268,9 +293,10 @@ static void note_sp(const ZydisDecodedInstruction *in, const ZydisDecodedOperand
 }
 
 /* What the instruction, now in the stretch, leaves unknown to the ones after it. */
-static void note_writes(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, struct stretch *s)
+static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                        struct stretch *s)
 {
-    note_sp(in, ops, s);
+    note_sp(v, in, ops, s);
     for (unsigned i = 0; i < in->operand_count; i++) {
         ZydisRegister r = ops[i].reg.value;
         uint32_t bit = ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_bit(r) : 0;
@@ -377,7 +403,7 @@ static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64
     }
     s->ins[s->nins] = lin;
     s->recs_before[s->nins++] = (uint8_t)s->nrec;
-    note_writes(&in, ops, s);
+    note_writes(v, &in, ops, s);
     if (p.kind != VBTS_KIND_UNKNOWN) {
         s->rec[s->nrec++] = (struct stretch_rec){ lin, p.target, p.kind };
         *next = p.target;
@@ -412,6 +438,22 @@ static int conflict(const struct stretch *s)
     return cut == 0 || cut >= s->nins ? -1 : (int)cut;
 }
 
+/*
+ * A delivery that faults becomes a double fault, which no instruction
+ * raises by itself: its handler gets a slot only where one is left (the
+ * end's RSP check catches it otherwise, leap.c).
+ */
+static void watch_df(const struct cpu_view *v, int max, struct stretch *s)
+{
+    int nh = s->nh;
+    uint32_t vectors[STRETCH_MAX_HANDLERS];
+    memcpy(vectors, s->vectors, sizeof(vectors));
+    if (nh && nh < max && watch(v, 1u << 8, max, s) && conflict(s) == 0)
+        return;
+    s->nh = nh;
+    memcpy(s->vectors, vectors, sizeof(vectors));
+}
+
 bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *stop, struct stretch *out)
 {
     uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
@@ -433,6 +475,8 @@ bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *st
             return false;
         out->end = next;
         int cut = conflict(out);
+        if (cut == 0)
+            watch_df(v, max_handlers, out);
         if (cut <= 0)
             return cut == 0;
         limit = (unsigned)cut;

@@ -290,9 +290,44 @@ Test(stretch, knows_where_it_leaves_the_stack_pointer)
     code(b, sizeof(b));
     cr_assert(stretch_plan(&view, 4, NULL, &s));
     cr_assert_not(s.sp_exact);
-    /* mov rsp, rbx */
-    static const uint8_t c[] = { 0x48, 0x89, 0xdc, 0x75, 0x00 };
+    /* mov rsp, rbx; and rsp, -16; jnz: rbx as it is */
+    static const uint8_t c[] = { 0x48, 0x89, 0xdc, 0x48, 0x83, 0xe4, 0xf0, 0x75, 0x00 };
     code(c, sizeof(c));
+    regs.rbx = 0x40018;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(s.sp_exact);
+    cr_assert_eq(regs.rsp + (uint64_t)s.sp_delta, 0x40010);
+    /* mov rbx, rcx; mov rsp, rbx: rbx written on the way */
+    static const uint8_t d[] = { 0x48, 0x89, 0xcb, 0x48, 0x89, 0xdc, 0x75, 0x00 };
+    code(d, sizeof(d));
     cr_assert(stretch_plan(&view, 4, NULL, &s));
     cr_assert_not(s.sp_exact);
+    /* leave */
+    static const uint8_t e[] = { 0xc9, 0x75, 0x00 };
+    code(e, sizeof(e));
+    regs.rbp = 0x40100;
+    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(s.sp_exact);
+    cr_assert_eq(regs.rsp + (uint64_t)s.sp_delta, 0x40108);
+}
+
+/* The double fault's handler gets a slot where one is left. */
+Test(stretch, watches_the_double_fault_where_a_slot_is_left)
+{
+    gates();
+    gate64(8, 0x34000, 0x08, 0xe, 0, 1);
+    /* mov eax, [rbx]; jnz: #PF, #GP (#SS) */
+    static const uint8_t a[] = { 0x8b, 0x03, 0x75, 0x00 };
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.nh, 3);
+    cr_assert_eq(s.handler[2], 0x34000);
+    cr_assert_eq(s.vectors[2], 1u << 8);
+    cr_assert(stretch_plan(&view, 2, NULL, &s));
+    cr_assert_eq(s.nh, 2, "no slot left: the RSP check stands for it");
+    /* nop; jnz: nothing raised, nothing to watch */
+    static const uint8_t b[] = { 0x90, 0x75, 0x00 };
+    code(b, sizeof(b));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.nh, 0);
 }

@@ -13,7 +13,11 @@
 #     the guest runs on with them, as the CPU runs it (status 1 wherever
 #     the window ends).  Not on kvm_pvm, whose emulator fires none of the
 #     guest's data breakpoints untraced (selfdebug.bin fails its own check
-#     there without vbts).
+#     there without vbts);
+#   - a window that opens at --trace-start after the guest armed its own
+#     breakpoints: where the trigger waited in the debug registers (KVM
+#     then loads the monitor's DR7, not the guest's), a clear stop; with
+#     VBTS_START_TRIGGER=page, which leaves them to the guest, status 1.
 . "$(dirname "$0")/tap.sh"
 cd "$ROOT"
 have_vbts && have_decode || { plan 1; skip "the guest's own debugging" "vbts is not built"; exit 0; }
@@ -23,7 +27,7 @@ fires=1
 case $VBTS_HOST in lab/*) [ "${LAB_QEMU:-}" = system ] && fires=0 ;; esac
 [ $fires = 1 ] && engines="step branch" || engines=step
 windows="4 10 20 30"
-plan $((2 * 2 + 4 + 4))
+plan $((2 * 2 + 4 + 4 + 2))
 
 # build NAME: guest-stub/selfcheck/NAME.asm into $TMP, its expected records in $TMP/NAME.exp.
 build() {
@@ -108,4 +112,31 @@ for n in $windows; do
         diag_file "$out.err"
     fi
 done
+# --trace-start at w1, after the guest armed DR1 for writes.
+w1=0x$(awk '$NF == "w1" { print tolower($1); exit }' "$STUBS/selfdebug.map" | sed 's/^0*//')
+out=$TMP/start-bp
+if [ $fires = 0 ]; then
+    skip "--trace-start in the debug registers after the guest armed its own: a clear stop" "no breakpoints fire here"
+else
+    VBTS_START_TRIGGER=breakpoint timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --trace-start "$w1" --trace "$out.vbts" \
+        "$STUBS/selfdebug.bin" >"$out.out" 2>"$out.err" </dev/null
+    st=$?
+    line="vbts: trace stopped at $w1 on vCPU 0: the guest armed breakpoints of its own while --trace-start waited in the debug registers, where KVM did not fire them (VBTS_START_TRIGGER=page leaves them to the guest)"
+    if [ $st = 125 ] && grep -qxF "$line" "$out.err" && [ "$(grep -c 'trace stopped' "$out.err")" = 1 ]; then
+        ok "--trace-start in the debug registers after the guest armed its own: a clear stop"
+    else
+        not_ok "--trace-start in the debug registers after the guest armed its own: a clear stop (status $st)"
+        diag_file "$out.err"
+    fi
+fi
+out=$TMP/start-page
+VBTS_START_TRIGGER=page timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --trace-start "$w1" --trace "$out.vbts" \
+    "$STUBS/selfdebug.bin" >"$out.out" 2>"$out.err" </dev/null
+st=$?
+if [ $st = 1 ]; then
+    ok "--trace-start by the trigger's page after the guest armed its own breakpoints: status 1"
+else
+    not_ok "--trace-start by the trigger's page after the guest armed its own breakpoints: status 1 (status $st)"
+    diag_file "$out.err"
+fi
 exit $((TAP_FAILED > 0))

@@ -136,6 +136,17 @@ int gdbg_end(struct trace_vcpu *t)
     return give_back(t);
 }
 
+int gdbg_after_wait(struct trace_vcpu *t)
+{
+    if (!(t->gd.dr7 & DR7_ENABLES))
+        return 0;
+    /* Before any prediction: the stop names the RIP the window opens at. */
+    t->pred.from = cpu_linear_ip(&t->cpu->run->s.regs.regs, &t->cpu->run->s.regs.sregs);
+    return unsupported(t, "the guest armed breakpoints of its own while --trace-start waited in the debug "
+                       "registers, where KVM did not fire them (VBTS_START_TRIGGER=page leaves them to the "
+                       "guest)");
+}
+
 /* #DB now, at RIP, DR6's B0-3 and BD/BS from bits: 1, or -1 when the trace stops. */
 static int raise_db(struct trace_vcpu *t, unsigned bits)
 {

@@ -48,6 +48,12 @@ bool gdbg_engaged(const struct trace_vcpu *t);
 
 /* Stepping begins: the guest's debug registers and TF as KVM has them.  0, or -1 (error set). */
 int gdbg_start(struct trace_vcpu *t);
+/*
+ * The window opened after the start trigger waited in DR0-3, where KVM
+ * loads the monitor's DR7, not the guest's: breakpoints the guest has
+ * armed did not fire meanwhile, and the trace stops (-1); else 0.
+ */
+int gdbg_after_wait(struct trace_vcpu *t);
 /* Stepping ended: the guest's TF back in RFLAGS.  0, or -1 (error set). */
 int gdbg_end(struct trace_vcpu *t);
 

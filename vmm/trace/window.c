@@ -8,6 +8,7 @@
  * BTS).
  */
 #include "trace/window.h"
+#include "trace/gdbg.h"
 
 #include "trace/catch.h"
 #include "trace/engine.h"
@@ -103,11 +104,14 @@ void window_follow_context(struct trace_vcpu *t, uint64_t cr3)
 /* Enter the window: START, the context we arrive in, and stepping. */
 int window_enter(struct trace_vcpu *t, bool regs_synced)
 {
+    bool waited = t->bp_armed;
     t->tracing = true;
     t->bp_armed = false;
     if (catch_window_open(t) < 0)
         return -1;
     if (step_update(t) < 0 || (!regs_synced && step_sync_regs(t) < 0))
+        return -1;
+    if (waited && gdbg_after_wait(t) < 0)
         return -1;
     t->start_ns = clock_monotonic_ns();
     t->pvm.event_vector = -1;

@@ -6,7 +6,7 @@
 #   bts-expect: the annotation syntax on a synthetic stub and map.
 . "$(dirname "$0")/tap.sh"
 
-plan 16
+plan 17
 
 # --- qemu-branches -------------------------------------------------------------
 t() { printf 'Trace 0: 0x7f0000001000 [0000000000000000/%016x/0000c0b0/ff000201] \n' "$1"; }
@@ -87,6 +87,51 @@ elif grep -q "unexplained transfer 0x100000 -> 0x100008" "$TMP/bad.err"; then
 else
     diag_file "$TMP/bad.err"
     not_ok "qemu-branches: an unexplained transfer is an error"
+fi
+
+# Code rewritten between two runs (QEMU translates it again): each run is
+# read as the bytes it ran, a jmp to the next instruction that becomes a
+# nop, and a nop that becomes one.
+{
+    for run in 1 2; do
+        echo "IN: "
+        if [ $run = 1 ]; then
+            echo "0x00100000:  eb 00                    jmp      0x100002"
+        else
+            echo "0x00100000:  66 90                    nop      "
+        fi
+        echo ""
+        t 0x100000
+        echo "IN: "
+        if [ $run = 1 ]; then
+            echo "0x00100002:  66 90                    nop      "
+        else
+            echo "0x00100002:  eb 00                    jmp      0x100004"
+        fi
+        echo ""
+        t 0x100002
+        [ $run = 2 ] && break
+        echo "IN: "
+        echo "0x00100004:  eb fa                    jmp      0x100000"
+        echo ""
+        t 0x100004
+    done
+    echo "IN: "
+    echo "0x00100004:  e6 f4                    outb     %al, \$0xf4"
+    echo ""
+    t 0x100004
+} >"$TMP/smc.log"
+cat >"$TMP/smc.want" <<'EOW'
+0x100000 0x100002
+0x100004 0x100000
+0x100002 0x100004
+EOW
+if "$ORACLE/qemu-branches" --from-log "$TMP/smc.log" --range 0x100000+0x1000 x >"$TMP/smc.got" 2>"$TMP/smc.err" &&
+   compare_records "$TMP/smc.want" "$TMP/smc.got" "" ""; then
+    ok "qemu-branches: code rewritten between runs is read as it ran"
+else
+    diag_file "$TMP/smc.err"
+    not_ok "qemu-branches: code rewritten between runs is read as it ran"
 fi
 
 # --- bts-expect ----------------------------------------------------------------

@@ -274,7 +274,7 @@ else diag_file "$TMP/lay.out"; not_ok "check-layout: a long function is found wh
 # interrupts come when they please, the interrupts taken out and each of
 # vbts's checked (where it comes from, where its handler returns, its
 # handler's path, its kind, the NMIs' count).
-if "$ROOT/tests/gen/fuzz-trace" selftest >"$TMP/ft.out" 2>&1 && grep -qx "selftest: 24 of 24 cases right" "$TMP/ft.out"; then
+if "$ROOT/tests/gen/fuzz-trace" selftest >"$TMP/ft.out" 2>&1 && grep -qx "selftest: 26 of 26 cases right" "$TMP/ft.out"; then
     ok "fuzz-trace: exact, clear stops and mismatches told apart, and the block blamed"
 else diag_file "$TMP/ft.out"; not_ok "fuzz-trace: exact, clear stops and mismatches told apart, and the block blamed"; fi
 # A seed is a program: the same one each time; --keep leaves each kept block as it was.

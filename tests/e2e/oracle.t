@@ -6,7 +6,7 @@
 #   bts-expect: the annotation syntax on a synthetic stub and map.
 . "$(dirname "$0")/tap.sh"
 
-plan 17
+plan 18
 
 # --- qemu-branches -------------------------------------------------------------
 t() { printf 'Trace 0: 0x7f0000001000 [0000000000000000/%016x/0000c0b0/ff000201] \n' "$1"; }
@@ -132,6 +132,45 @@ if "$ORACLE/qemu-branches" --from-log "$TMP/smc.log" --range 0x100000+0x1000 x >
 else
     diag_file "$TMP/smc.err"
     not_ok "qemu-branches: code rewritten between runs is read as it ran"
+fi
+
+# A hardware interrupt and an NMI (QEMU logs no "Servicing" line for it),
+# each after the instruction it interrupts, and an `int 2`: -v names them.
+{
+    echo "IN: "
+    echo "0x00100000:  90                       nop      "
+    echo ""
+    t 0x100000
+    echo "Servicing hardware INT=0x30"
+    echo "     1: v=30 e=0000 i=0 cpl=0 IP=0018:0000000000100001 pc=0000000000100001 SP=0010:0000000000102030 env->regs[R_EAX]=0000000000000000"
+    echo "IN: "
+    echo "0x00100040:  48 cf                    iretq    "
+    echo ""
+    t 0x100040
+    echo "IN: "
+    echo "0x00100001:  90                       nop      "
+    echo ""
+    t 0x100001
+    echo "     2: v=02 e=0000 i=0 cpl=0 IP=0018:0000000000100002 pc=0000000000100002 SP=0010:0000000000102030 env->regs[R_EAX]=0000000000000000"
+    t 0x100040
+    echo "IN: "
+    echo "0x00100002:  cd 02                    int      \$2"
+    echo ""
+    t 0x100002
+    echo "     3: v=02 e=0000 i=1 cpl=0 IP=0018:0000000000100002 pc=0000000000100002 SP=0010:0000000000102030 env->regs[R_EAX]=0000000000000000"
+    t 0x100040
+    echo "IN: "
+    echo "0x00100004:  e6 f4                    outb     %al, \$0xf4"
+    echo ""
+    t 0x100004
+} >"$TMP/irq.log"
+if "$ORACLE/qemu-branches" -v --from-log "$TMP/irq.log" --range 0x100000+0x1000 x >"$TMP/irq.got" 2>"$TMP/irq.err" &&
+   [ "$(awk '{print $1, $2, $3, $4}' "$TMP/irq.got" | tr '\n' ';')" = \
+     "0x100001 0x100040 interrupt v=0x30;0x100040 0x100001 iretq iretq;0x100002 0x100040 interrupt v=0x2;0x100040 0x100002 iretq iretq;0x100002 0x100040 int v=0x2;0x100040 0x100004 iretq iretq;" ]; then
+    ok "qemu-branches: a hardware interrupt and an NMI are interrupts, int 2 is not"
+else
+    diag_file "$TMP/irq.got"; diag_file "$TMP/irq.err"
+    not_ok "qemu-branches: a hardware interrupt and an NMI are interrupts, int 2 is not"
 fi
 
 # --- bts-expect ----------------------------------------------------------------
@@ -276,8 +315,11 @@ else diag_file "$TMP/lay.out"; not_ok "check-layout: a long function is found wh
 # --- the generated programs (tests/gen/) ---------------------------------------
 # fuzz-trace's verdicts on made-up results: exact, clear stops, and every
 # kind of mismatch (a record missing, more, changed; a wrong record before
-# a stop; a stop in two lines; another status).
-if "$ROOT/tests/gen/fuzz-trace" selftest >"$TMP/ft.out" 2>&1 && grep -qx "selftest: 11 of 11 cases right" "$TMP/ft.out"; then
+# a stop; a stop in two lines; another status); for programs whose
+# interrupts come when they please, the interrupts taken out and each of
+# vbts's checked (where it comes from, where its handler returns, its
+# handler's path, its kind, the NMIs' count).
+if "$ROOT/tests/gen/fuzz-trace" selftest >"$TMP/ft.out" 2>&1 && grep -qx "selftest: 26 of 26 cases right" "$TMP/ft.out"; then
     ok "fuzz-trace: exact, clear stops and mismatches told apart, and the block blamed"
 else diag_file "$TMP/ft.out"; not_ok "fuzz-trace: exact, clear stops and mismatches told apart, and the block blamed"; fi
 # A seed is a program: the same one each time; --keep leaves each kept block as it was.

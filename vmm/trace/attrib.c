@@ -192,7 +192,8 @@ void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, i
 
 unsigned attrib_kind(unsigned kind, int vector)
 {
-    return kind == VBTS_KIND_EXCEPTION && vector >= 32 ? VBTS_KIND_INTERRUPT : kind;
+    /* Vector 2 is the NMI's, which no instruction raises (INT 2 is a software interrupt). */
+    return kind == VBTS_KIND_EXCEPTION && (vector >= 32 || vector == 2) ? VBTS_KIND_INTERRUPT : kind;
 }
 
 bool attrib_may_raise(const struct cpu_view *at, uint64_t from, int vector)

@@ -82,7 +82,7 @@ void attrib_event(const struct cpu_view *v, uint64_t rip, int hint, bool only, i
  */
 bool attrib_may_raise(const struct cpu_view *at, uint64_t from, int vector);
 
-/* The record kind of an event on `vector`: an unexplained one from 32 up is an interrupt. */
+/* The record kind of an event on `vector`: an unexplained one from 32 up, or the NMI's, is an interrupt. */
 unsigned attrib_kind(unsigned kind, int vector);
 
 #endif

@@ -362,7 +362,7 @@ static int settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
         int vec = t->pvm.event_vector;
         t->pvm.event_vector = -1;
         unsigned kind = p->kind == VBTS_KIND_INT ? VBTS_KIND_INT     /* int3 completed for the host */
-                        : vec < 32 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT;
+                        : vec < 32 && vec != 2 ? VBTS_KIND_EXCEPTION : VBTS_KIND_INTERRUPT;
         return attribute_event(t, v, &before, p->from, p->cpl, vec, true, kind, rip);
     }
     if (p->kind != VBTS_KIND_UNKNOWN && p->taken) {
@@ -453,7 +453,7 @@ static int iret_to_syscall(struct trace_vcpu *t, const struct cpu_view *v)
     struct kvm_regs r0 = *r;
     struct kvm_sregs s0 = *s;
     if (after_iretq(v, NULL, r, s) < 0 || ioctl(t->cpu->fd, KVM_SET_SREGS, s) < 0 ||
-        ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0) {
+        ioctl(t->cpu->fd, KVM_SET_REGS, r) < 0 || event_iret_done(t->cpu) < 0) {
         *r = r0;
         *s = s0;
         return trace_desync(t, "trace stopped at 0x%llx: the IRET returns to a system call or software "

@@ -72,7 +72,7 @@ static unsigned record_kind(enum deliver_kind k, unsigned vector, unsigned deliv
 {
     if ((k == DELIVER_TRAP || k == DELIVER_SOFT) && vector == delivered)
         return VBTS_KIND_INT;
-    if (k == DELIVER_INTERRUPT)
+    if (k == DELIVER_INTERRUPT || k == DELIVER_NMI)
         return VBTS_KIND_INTERRUPT;
     return VBTS_KIND_EXCEPTION;
 }
@@ -542,7 +542,7 @@ static void tf_event(struct trace_vcpu *t, const struct event *ev)
 {
     static const unsigned kind[] = {
         [EVENT_EXCEPTION] = VBTS_KIND_EXCEPTION, [EVENT_INTERRUPT] = VBTS_KIND_INTERRUPT,
-        [EVENT_NMI] = VBTS_KIND_EXCEPTION, [EVENT_SOFT_INT] = VBTS_KIND_INT,
+        [EVENT_NMI] = VBTS_KIND_INTERRUPT, [EVENT_SOFT_INT] = VBTS_KIND_INT,
     };
     window_emit_branch(t, ev->from, ev->to, kind[ev->kind], ev->from_cpl);
     t->tf.halted = false;

@@ -11,6 +11,20 @@
 #include "x86/cpu.h"
 #include "x86/deliver.h"
 
+int event_iret_done(struct vcpu *cpu)
+{
+    struct kvm_vcpu_events e;
+    if (ioctl(cpu->fd, KVM_GET_VCPU_EVENTS, &e) < 0)
+        return error_fail_errno("KVM_GET_VCPU_EVENTS");
+    if (!e.nmi.masked)
+        return 0;
+    e.nmi.masked = 0;
+    e.flags &= KVM_VCPUEVENT_VALID_SHADOW | KVM_VCPUEVENT_VALID_SMM;
+    if (ioctl(cpu->fd, KVM_SET_VCPU_EVENTS, &e) < 0)
+        return error_fail_errno("KVM_SET_VCPU_EVENTS");
+    return 0;
+}
+
 int event_observe(struct vm *vm, event_observer_fn fn, void *ctx)
 {
     struct arch_vm *a = arch_vm(vm);

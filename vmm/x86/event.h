@@ -72,6 +72,11 @@ int event_syscall_msrs(struct vcpu *cpu, struct deliver_syscall_msrs *m);
  */
 int event_syscall(struct vcpu *cpu, uint8_t insn_len, uint64_t *to);
 int event_take_pending(struct vcpu *cpu, struct delivery *d);
+/*
+ * The monitor ran an IRET for the host: as the CPU's, it ends the NMI
+ * handler's blocking of NMIs.  0, or -1 with the error set.
+ */
+int event_iret_done(struct vcpu *cpu);
 
 int event_observe(struct vm *vm, event_observer_fn fn, void *ctx);
 /*

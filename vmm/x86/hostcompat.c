@@ -303,7 +303,7 @@ static bool iretd(struct vcpu *cpu, struct kvm_regs *regs, struct kvm_sregs *sr)
     regs->rip = f[0];
     regs->rflags = (((uint32_t)regs->rflags & keep) | (f[2] & ~keep & 0x257fd5)) | 2;
     regs->rsp = (uint32_t)(regs->rsp + 12);
-    return finish(cpu, regs, sr);
+    return event_iret_done(cpu) == 0 && finish(cpu, regs, sr);
 }
 
 /*

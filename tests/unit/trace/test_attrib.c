@@ -87,6 +87,7 @@ Test(attrib, event_at_a_handler_or_just_past_it)
     cr_assert_eq(a.status, ATTRIB_NONE, "only the hinted vector");
     cr_assert_eq(attrib_kind(VBTS_KIND_EXCEPTION, 14), VBTS_KIND_EXCEPTION);
     cr_assert_eq(attrib_kind(VBTS_KIND_EXCEPTION, 32), VBTS_KIND_INTERRUPT);
+    cr_assert_eq(attrib_kind(VBTS_KIND_EXCEPTION, 2), VBTS_KIND_INTERRUPT, "the NMI");
     cr_assert_eq(attrib_kind(VBTS_KIND_INT, 0x80), VBTS_KIND_INT);
 }
 

@@ -30,5 +30,5 @@ fi
 # there, which the runner says in a skip line.  The lab, where a run costs
 # a third of a second under TCG, takes the first 60 of the seed set.
 limit=()
-case $VBTS_HOST in lab/*) limit=(--seed-limit "${GEN_LAB_SEEDS:-60}") ;; esac
+case $VBTS_HOST in lab/*) limit=(--seed-limit "${GEN_LAB_SEEDS:-60}" --class-seed-limit "${GEN_LAB_CLASS_SEEDS:-6}") ;; esac
 exec tests/gen/fuzz-trace run "$dir" --host "$VBTS_HOST" --tap --timeout 30 "${limit[@]}"

@@ -230,16 +230,33 @@ static int frame_tf(struct trace_vcpu *t, const struct cpu_view *v)
     return 0;
 }
 
-/* What the instruction's memory accesses hit of the guest's data breakpoints. */
-static unsigned access_hits(const struct trace_vcpu *t, const struct cpu_view *v)
+/*
+ * The stack an IRET reads: RIP, CS, RFLAGS and, in 64-bit mode or to
+ * another privilege, RSP and SS (Zydis names all five slots).
+ */
+static uint64_t iret_reads(const struct cpu_view *v, const ZydisDecodedInstruction *in)
+{
+    uint64_t w = in->operand_width / 8, cs = 0;
+    if (cpu_mode(v->sregs) == MODE_LONG64)
+        return 5 * w;
+    uint64_t sp = cpu_stack_base(v->sregs) + (uint32_t)v->regs->rsp;
+    if (cpu_read_linear(v, (uint32_t)(sp + w), &cs, 2) < 0 || (cs & 3) != (uint64_t)cpu_cpl(v->sregs))
+        return 5 * w;
+    return 3 * w;
+}
+
+/* What the accesses of the instruction at lin, with v's registers, hit of the guest's data breakpoints. */
+static unsigned access_hits(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t lin)
 {
     const struct gdbg_state *g = &t->gd;
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     const char *why;
     unsigned hits = 0;
-    if (cpu_decode(v, t->pred.from, &in, ops, &why) < 0)
+    if (cpu_decode(v, lin, &in, ops, &why) < 0)
         return 0;
+    bool iret = in.mnemonic == ZYDIS_MNEMONIC_IRET || in.mnemonic == ZYDIS_MNEMONIC_IRETD ||
+                in.mnemonic == ZYDIS_MNEMONIC_IRETQ;
     for (unsigned i = 0; i < in.operand_count; i++) {
         uint64_t ea, n = ops[i].size / 8;
         if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
@@ -250,6 +267,8 @@ static unsigned access_hits(const struct trace_vcpu *t, const struct cpu_view *v
         /* The stack's hidden operand names RSP: a push stores below it. */
         if (cpu_store_below_sp(&ops[i]) && wr)
             ea -= n;
+        if (iret && cpu_store_below_sp(&ops[i]))
+            n = iret_reads(v, &in);
         if (wr)
             hits |= gdbg_data_hits(g->dr, g->dr7, ea, n, true);
         if (rd)
@@ -303,7 +322,15 @@ int gdbg_before(struct trace_vcpu *t, const struct cpu_view *v)
     g->cs = v->sregs->cs.selector;
     g->tf_before = g->tf;
     g->r11 = v->regs->r11;
-    g->data_hits = (g->dr7 & DR7_ENABLES) ? access_hits(t, v) : 0;
+    g->regs = *v->regs;
+    if (p->kind == VBTS_KIND_IRET) {
+        unsigned w = cpu_mode(v->sregs) == MODE_LONG64 ? 8 : 4;
+        uint64_t sp = cpu_stack_base(v->sregs) + v->regs->rsp, cs = 0, rsp = 0;
+        cpu_read_linear(v, sp + w, &cs, 2);
+        g->iret_cs = (uint16_t)cs;
+        g->iret_rsp = w == 8 && cpu_read_linear(v, sp + 3 * w, &rsp, w) == 0 ? rsp : v->regs->rsp + 3 * w;
+    }
+    g->data_hits = (g->dr7 & DR7_ENABLES) ? access_hits(t, v, p->from) : 0;
     return 0;
 }
 
@@ -346,43 +373,38 @@ static bool btf(const struct trace_vcpu *t)
            (debugctl & DEBUGCTL_BTF);
 }
 
-/* Does the instruction at lin access memory (its stack included), or write it (writes)? */
-static bool touches_memory(const struct cpu_view *v, uint64_t lin, bool writes)
-{
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    const char *why;
-    if (cpu_decode(v, lin, &in, ops, &why) < 0)
-        return true;
-    for (unsigned i = 0; i < in.operand_count; i++)
-        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM &&
-            (!writes || (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)))
-            return true;
-    return false;
-}
-
 /*
  * The host ran the instruction after the one predicted in the same step
  * (kvm_pvm after IRET, any host after MOV SS, whose trap is inhibited):
  * 1 if that second one explains rip and does nothing the guest's
  * debugging sees but end the step (a PUSHF's image is at RSP, a POPF's
- * just below); its
- * registers are gone, so it must not access memory while data
- * breakpoints are armed, nor stand on an instruction breakpoint.
+ * just below); its accesses are read with the first one's registers (it
+ * loaded RIP and RSP only), in *hits, and it must not stand on an
+ * instruction breakpoint.
  */
 static int second(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t at, uint64_t rip,
-                  bool rf, struct branch_pred *s)
+                  bool rf, struct branch_pred *s, unsigned *hits)
 {
     const struct gdbg_state *g = &t->gd;
+    const struct branch_pred *p = &g->pred;
     const char *why;
     if (branch_predict_at(v, at, s, &why) < 0)
         return 0;
     bool branch = s->kind != VBTS_KIND_UNKNOWN && s->taken;
-    if (branch ? !s->target_known || s->target != rip : at + s->len != rip)
+    /* A conditional one reads as taken: its end says whether it was. */
+    if (s->kind == VBTS_KIND_JCC && rip == at + s->len)
+        s->taken = branch = false;
+    else if (branch ? !s->target_known || s->target != rip : at + s->len != rip)
         return 0;
-    for (int n = 0; n < 4; n++)
-        if ((g->dr7 >> (2 * n)) & 3 && bp_rw(g->dr7, n) != 0 && touches_memory(v, at, bp_rw(g->dr7, n) == 1))
-            return 0;
+    /* Its registers: those of the first, which loaded RSP (IRET, POP SS) and RIP only. */
+    struct kvm_regs r = g->regs;
+    struct cpu_view at_view = { v->mem, &r, v->sregs };
+    r.rip = at - cpu_code_base(v->sregs);
+    if (p->kind == VBTS_KIND_IRET)
+        r.rsp = g->iret_rsp;
+    else if (p->mnemonic == ZYDIS_MNEMONIC_POP)
+        r.rsp += cpu_stack_width(v->sregs) / 8;
+    *hits = (g->dr7 & DR7_ENABLES) ? access_hits(t, &at_view, at) : 0;
     return (rf || !gdbg_exec_hits(g->dr, g->dr7, at)) && s->dr < 0;
 }
 
@@ -390,17 +412,37 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
 {
     struct gdbg_state *g = &t->gd;
     const struct branch_pred *p = &g->pred;    /* a backend may have predicted on since */
-    if (!g->ready || t->events != g->events)
-        return 0;   /* an event: gdbg_before reads its frame */
+    if (!g->ready)
+        return 0;
+    if (t->events != g->events) {
+        /* An event: gdbg_before reads its frame.  Came it after an IRET the host ran in the same step? */
+        g->ready = false;
+        if (p->kind == VBTS_KIND_IRET && p->loads_flags && p->target_known && rip != p->target) {
+            struct branch_pred s;
+            const char *why;
+            g->tf = p->flags_image & RFLAGS_TF;
+            g->at = p->target;
+            g->len = branch_predict_at(v, p->target, &s, &why) == 0 ? s.len : 0;
+            g->cs = g->iret_cs;
+        }
+        return 0;
+    }
     g->ready = false;
     g->nested = 0;
+    if (p->kind == VBTS_KIND_IRET && p->loads_flags && (p->flags_image & RFLAGS_TF)) {
+        /* The frame it loaded the guest's TF from is not one the CPU pushed (deliver_seen). */
+        g->frame = cpu_stack_base(&t->cpu->run->s.regs.sregs) + g->regs.rsp;
+        if (cpu_mode(&t->cpu->run->s.regs.sregs) != MODE_LONG64)
+            g->frame = (uint32_t)g->frame;
+    }
     bool branch = p->kind != VBTS_KIND_UNKNOWN && p->taken;
     uint64_t next = branch ? (p->target_known ? p->target : rip) : p->from + p->len;
     bool again = !branch && rip == p->from;     /* a REP iteration */
     struct branch_pred s;
+    unsigned hits2 = 0;
     bool both = rip != next && !again && (p->shadow || p->kind == VBTS_KIND_IRET);
     bool rf1 = p->kind == VBTS_KIND_IRET && p->loads_flags && (p->flags_image & RFLAGS_RF);
-    if (rip != next && !again && !(both && second(t, v, next, rip, rf1, &s)))
+    if (rip != next && !again && !(both && second(t, v, next, rip, rf1, &s, &hits2)))
         return unsupported(t, "the host ran on to 0x%llx in one step while the guest's own debugging "
                            "was on, which vbts does not follow", (unsigned long long)rip);
     if (p->loads_flags && !again) {
@@ -432,6 +474,7 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
             g->tf = s.flags_image & RFLAGS_TF;
         /* After MOV SS the trap waits for this one; after IRET this one traps by the TF it loaded. */
         bs = (p->shadow && bs) || (tf_second && (branch2 || !btf(t)));
+        bits |= hits2;
         if (s.shadow) {
             g->held = 0;
             g->held_bs = bs;

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/kvm.h>
+
 #include "trace/branch.h"
 
 struct trace_vcpu;
@@ -37,6 +39,9 @@ struct gdbg_state {
     uint16_t cs;            /* the code segment it runs in */
     bool tf_before;
     uint64_t r11;           /* SYSRET's RFLAGS, as the guest had it */
+    struct kvm_regs regs;   /* the registers it runs with (a second instruction's, kvm_pvm) */
+    uint64_t iret_rsp;      /* an IRET: the RSP it loads */
+    uint16_t iret_cs;       /* ...and CS */
     unsigned data_hits;     /* B0-3 of the data breakpoints its accesses hit */
     unsigned held;          /* ...of a MOV SS, reported after the next instruction */
     bool held_bs;

@@ -23,6 +23,7 @@ struct ctx {
     struct gmem_paging pg;
     const char **why;
     bool untrap;            /* find_frame: clear TF in the frame it finds */
+    bool dry;               /* deliver_would_fault: check the frame's stack, write nothing */
 };
 
 static int fail(struct ctx *c, const char *why)
@@ -83,6 +84,8 @@ static int write_frame(struct ctx *c, uint64_t lin, const uint8_t *frame, size_t
             return fail(c, "the stack for the frame is not writable (the CPU raises #PF, then #DF)");
     }
     uint64_t fault;
+    if (c->dry)
+        return 0;
     if (gmem_write_linear(c->mem, &c->pg, lin, frame, len, &fault) != GMEM_OK)
         return fail(c, "the stack for the frame is not in guest RAM");
     return 0;
@@ -277,13 +280,13 @@ static int deliver_real(struct ctx *c, const struct delivery *d, unsigned vec, u
     return 0;
 }
 
-int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
-                  const struct delivery *d, uint64_t *handler, unsigned *vector,
-                  const char **why)
+static int deliver(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
+                   const struct delivery *d, uint64_t *handler, unsigned *vector,
+                   const char **why, bool dry)
 {
     struct kvm_regs r0 = *r;
     struct kvm_sregs s0 = *s;
-    struct ctx c = { mem, r, s, { 0 }, why, false };
+    struct ctx c = { mem, r, s, { 0 }, why, false, dry };
     cpu_paging(s, &c.pg);
     struct delivery gp;
     unsigned vec = d->vector;
@@ -319,6 +322,25 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
     return 0;
 }
 
+int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
+                  const struct delivery *d, uint64_t *handler, unsigned *vector,
+                  const char **why)
+{
+    return deliver(mem, r, s, d, handler, vector, why, false);
+}
+
+bool deliver_would_fault(const struct gmem *mem, const struct kvm_regs *r, const struct kvm_sregs *s,
+                         unsigned vector, const char **why)
+{
+    struct kvm_regs rr = *r;
+    struct kvm_sregs ss = *s;
+    struct delivery d = { .kind = DELIVER_FAULT, .vector = (uint8_t)vector,
+                          .has_error = cpu_mode(s) != MODE_REAL16 && deliver_has_error_code(vector) };
+    uint64_t h;
+    unsigned vec;
+    return deliver(mem, &rr, &ss, &d, &h, &vec, why, true) < 0;
+}
+
 /* A frame of `slot` bytes per field with RIP, CS and RFLAGS at `at` and up. */
 static bool frame_at(struct ctx *c, uint64_t at, unsigned slot, const struct deliver_before *b)
 {
@@ -347,7 +369,7 @@ static bool find_frame(const struct gmem *mem, const struct deliver_before *b, b
     struct kvm_regs r = *b->regs;
     struct kvm_sregs s = *b->sregs;
     const char *why;
-    struct ctx c = { mem, &r, &s, { 0 }, &why, untrap };
+    struct ctx c = { mem, &r, &s, { 0 }, &why, untrap, false };
     cpu_paging(&s, &c.pg);
     enum cpu_mode m = cpu_mode(&s);
     int cpl = cpu_cpl(&s);
@@ -393,7 +415,7 @@ int deliver_segment(const struct gmem *mem, const struct kvm_sregs *s, uint16_t 
 {
     struct kvm_regs r = { 0 };
     struct kvm_sregs cs = *s;
-    struct ctx c = { mem, &r, &cs, { 0 }, why, false };
+    struct ctx c = { mem, &r, &cs, { 0 }, why, false, false };
     cpu_paging(s, &c.pg);
     uint8_t d[8];
     if (descriptor(&c, sel, d) < 0)

@@ -55,6 +55,14 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
                   const struct delivery *d, uint64_t *handler, unsigned *vector,
                   const char **why);
 
+/*
+ * Would delivering exception `vector` on r and s fault on the way in (its
+ * gate, its code segment, its stack), or is it one deliver_event does not
+ * model?  Then *why says which.  Nothing is changed.
+ */
+bool deliver_would_fault(const struct gmem *mem, const struct kvm_regs *r, const struct kvm_sregs *s,
+                         unsigned vector, const char **why);
+
 /* The MSRs SYSCALL reads. */
 struct deliver_syscall_msrs {
     uint64_t star, lstar, fmask;

@@ -408,6 +408,26 @@ static int second(const struct trace_vcpu *t, const struct cpu_view *v, uint64_t
     return (rf || !gdbg_exec_hits(g->dr, g->dr7, at)) && s->dr < 0;
 }
 
+/*
+ * An event came in the step: gdbg_before reads its frame.  Came it after
+ * an IRET the host ran in the same step (kvm_pvm), the frame shows the TF
+ * that IRET loaded, and returns to the instruction after it.
+ */
+static void event_after_iret(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
+{
+    struct gdbg_state *g = &t->gd;
+    const struct branch_pred *p = &g->pred;
+    g->ready = false;
+    if (p->kind == VBTS_KIND_IRET && p->loads_flags && p->target_known && rip != p->target) {
+        struct branch_pred s;
+        const char *why;
+        g->tf = p->flags_image & RFLAGS_TF;
+        g->at = p->target;
+        g->len = branch_predict_at(v, p->target, &s, &why) == 0 ? s.len : 0;
+        g->cs = g->iret_cs;
+    }
+}
+
 static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t rip)
 {
     struct gdbg_state *g = &t->gd;
@@ -415,16 +435,7 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     if (!g->ready)
         return 0;
     if (t->events != g->events) {
-        /* An event: gdbg_before reads its frame.  Came it after an IRET the host ran in the same step? */
-        g->ready = false;
-        if (p->kind == VBTS_KIND_IRET && p->loads_flags && p->target_known && rip != p->target) {
-            struct branch_pred s;
-            const char *why;
-            g->tf = p->flags_image & RFLAGS_TF;
-            g->at = p->target;
-            g->len = branch_predict_at(v, p->target, &s, &why) == 0 ? s.len : 0;
-            g->cs = g->iret_cs;
-        }
+        event_after_iret(t, v, rip);
         return 0;
     }
     g->ready = false;

@@ -449,16 +449,11 @@ static bool complete(struct vcpu *cpu)
     uint64_t *last = &arch_vcpu(cpu)->hc.retried_rip;
     bool retried = *last == regs.rip;
     *last = 0;
-    if (n >= 1 && b[0] == 0xcc) {                   /* int3: #BP, a trap */
-        if (!soft_interrupt(cpu, 1, 3))
+    /* int3: #BP, a trap; int1 (icebp): #DB, a trap, no DPL check */
+    if (n >= 1 && (b[0] == 0xcc || b[0] == 0xf1)) {
+        if (!soft_interrupt(cpu, 1, b[0] == 0xcc ? 3 : 1))
             return false;
-        atomic_fetch_add(&hc_fired[HC_INT3], 1);
-        return true;
-    }
-    if (n >= 1 && b[0] == 0xf1) {                   /* int1 (icebp): #DB, a trap, no DPL check */
-        if (!soft_interrupt(cpu, 1, 1))
-            return false;
-        atomic_fetch_add(&hc_fired[HC_INT1], 1);
+        atomic_fetch_add(&hc_fired[b[0] == 0xcc ? HC_INT3 : HC_INT1], 1);
         return true;
     }
     if (n >= 3 && b[0] == 0x48 && b[1] == 0x0f && b[2] == 0x07 && (sr.efer & (1u << 10))) {

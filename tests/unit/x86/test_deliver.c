@@ -220,3 +220,21 @@ Test(deliver, segment_from_the_gdt)
     cr_assert(!s.l && s.dpl == 3 && s.type == 3);
     cr_assert_eq(deliver_segment(&mem, &sregs, 0x40, &s, &why), -1, "outside the GDT");
 }
+
+/* A dry run: whether the delivery faults on the way in, and nothing written. */
+Test(deliver, would_fault_writes_nothing)
+{
+    gate64(0, 0x30000, 0x08, 0xe, 0, 0);
+    const char *why = NULL;
+    uint64_t before = q(0x50000 - 8);
+    struct kvm_regs r0 = regs;
+    cr_assert_not(deliver_would_fault(&mem, &regs, &sregs, 0, &why), "%s", why);
+    cr_assert_eq(q(0x50000 - 8), before, "no frame written");
+    cr_assert_eq(regs.rip, r0.rip, "registers as they were");
+    cr_assert(deliver_would_fault(&mem, &regs, &sregs, 6, &why), "no gate for #UD");
+    cr_assert_not_null(strstr(why, "not present"), "%s", why);
+    gate64(13, 0x30000, 0x08, 0xe, 0, 0);
+    regs.rsp = 0x1fff008;                       /* beyond the mapped 2 MiB: the frame's page */
+    cr_assert(deliver_would_fault(&mem, &regs, &sregs, 13, &why));
+    cr_assert_not_null(strstr(why, "stack"), "%s", why);
+}

@@ -77,41 +77,28 @@ for e in step branch; do
     fi
 done
 
-# The window closes at record N; the guest's TF and DR0-3 are the CPU's from there.
-for n in $windows; do
-    if [ "$VBTS_HOST" = kvm_pvm ]; then
-        skip "selfdebug, window of $n records: the guest runs on with its own debugging" \
-             "kvm_pvm fires no data breakpoint of the guest's untraced"
-        continue
-    fi
-    out=$TMP/win-$n
-    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --max-branches "$n" --trace "$out.vbts" "$STUBS/selfdebug.bin" \
-        >"$out.out" 2>"$out.err" </dev/null
-    st=$?
-    if [ $st = 1 ]; then
-        ok "selfdebug, window of $n records: the guest runs on with its own debugging"
-    else
-        not_ok "selfdebug, window of $n records: the guest runs on with its own debugging (status $st)"
-        diag_file "$out.err"
-    fi
+# The window closes at record N; the guest's TF and DR0-3 are the CPU's from
+# there.  Under the default engine, and where the step engine closes it.
+for e in "" step; do
+    for n in $windows; do
+        what="selfdebug${e:+, --engine $e}, window of $n records: the guest runs on with its own debugging"
+        if [ "$VBTS_HOST" = kvm_pvm ]; then
+            skip "$what" "kvm_pvm fires no data breakpoint of the guest's untraced"
+            continue
+        fi
+        out=$TMP/win-$e$n
+        timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" ${e:+--engine $e} --max-branches "$n" --trace "$out.vbts" \
+            "$STUBS/selfdebug.bin" >"$out.out" 2>"$out.err" </dev/null
+        st=$?
+        if [ $st = 1 ]; then
+            ok "$what"
+        else
+            not_ok "$what (status $st)"
+            diag_file "$out.err"
+        fi
+    done
 done
-# ...and the same where the step engine closes it.
-for n in $windows; do
-    if [ "$VBTS_HOST" = kvm_pvm ]; then
-        skip "selfdebug, --engine step, window of $n records" "kvm_pvm fires no data breakpoint of the guest's untraced"
-        continue
-    fi
-    out=$TMP/winstep-$n
-    timeout -k 5 "$VBTS_TIMEOUT" "$VBTS" --engine step --max-branches "$n" --trace "$out.vbts" \
-        "$STUBS/selfdebug.bin" >"$out.out" 2>"$out.err" </dev/null
-    st=$?
-    if [ $st = 1 ]; then
-        ok "selfdebug, --engine step, window of $n records"
-    else
-        not_ok "selfdebug, --engine step, window of $n records (status $st)"
-        diag_file "$out.err"
-    fi
-done
+
 # --trace-start at w1, after the guest armed DR1 for writes.
 w1=0x$(awk '$NF == "w1" { print tolower($1); exit }' "$STUBS/selfdebug.map" | sed 's/^0*//')
 out=$TMP/start-bp

@@ -147,16 +147,10 @@ static bool rep_span(const struct cpu_view *v, const ZydisDecodedInstruction *in
                      uint64_t elem, uint64_t *span)
 {
     *span = 0;
-    if (!(in->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE)))
+    uint64_t n;
+    if (!cpu_rep_count(v, in, &n))
         return true;
-    if (written(s, ZYDIS_REGISTER_RCX))
-        return false;
-    uint64_t n = v->regs->rcx;
-    if (in->address_width == 32)
-        n = (uint32_t)n;
-    else if (in->address_width == 16)
-        n = (uint16_t)n;
-    if (n > 2 * 4096ull)
+    if (written(s, ZYDIS_REGISTER_RCX) || n > 2 * 4096ull)
         return false;
     *span = n * elem;
     return true;

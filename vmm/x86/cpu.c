@@ -145,6 +145,18 @@ int cpu_undecodable_vector(const struct cpu_view *v, uint64_t lin)
     return st == ZYDIS_STATUS_INSTRUCTION_TOO_LONG ? 13 : 6;
 }
 
+bool cpu_rep_count(const struct cpu_view *v, const ZydisDecodedInstruction *in, uint64_t *n)
+{
+    if (!(in->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE)))
+        return false;
+    *n = v->regs->rcx;
+    if (in->address_width == 32)
+        *n = (uint32_t)*n;
+    else if (in->address_width == 16)
+        *n = (uint16_t)*n;
+    return true;
+}
+
 bool cpu_store_below_sp(const ZydisDecodedOperand *op)
 {
     return op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&

@@ -101,6 +101,8 @@ int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction 
  * bytes land below RSP, up to two slots for a far call's.
  */
 bool cpu_store_below_sp(const ZydisDecodedOperand *op);
+/* A REP-prefixed instruction: true, and its count (RCX, ECX or CX by address size) in *n. */
+bool cpu_rep_count(const struct cpu_view *v, const ZydisDecodedInstruction *in, uint64_t *n);
 /*
  * The linear address maps onto the local APIC's or the I/O APIC's page
  * (x86/pc.h): a store there may make an interrupt deliverable at once.

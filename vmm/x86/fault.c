@@ -110,14 +110,8 @@ static bool needs_alignment(const ZydisDecodedInstruction *in)
 /* A rep-prefixed string instruction with a zero count touches no memory. */
 static bool no_iterations(const struct cpu_view *v, const ZydisDecodedInstruction *in)
 {
-    if (!(in->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE)))
-        return false;
-    uint64_t c = v->regs->rcx;
-    if (in->address_width == 32)
-        c = (uint32_t)c;
-    else if (in->address_width == 16)
-        c = (uint16_t)c;
-    return c == 0;
+    uint64_t c;
+    return cpu_rep_count(v, in, &c) && c == 0;
 }
 
 /* The checks of one memory operand: canonical (#GP, #SS), alignment (#GP, #AC), pages (#PF). */

@@ -177,3 +177,23 @@ Test(cpu, what_may_make_an_interrupt_due)
     cr_assert_eq(irq_change((uint8_t[]){ 0x44, 0x0f, 0x22, 0xc0 }, 4), CPU_IRQ_RAISE, "mov cr8, rax");
     cr_assert_eq(irq_change((uint8_t[]){ 0xe6, 0x20 }, 2), CPU_IRQ_ANY, "out 0x20, al");
 }
+
+/* A REP prefix's count, by the address size. */
+Test(cpu, rep_count_by_address_size)
+{
+    static const uint8_t rep[] = { 0xf3, 0xaa, 0x67, 0xf3, 0xaa, 0xaa };  /* rep stosb; a32 rep stosb; stosb */
+    memcpy(gmem_ptr(&mem, 0x10000, sizeof(rep)), rep, sizeof(rep));
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const char *why;
+    uint64_t n = 0;
+    regs.rcx = 0x100000005ull;
+    cr_assert_eq(cpu_decode(&view, 0x10000, &in, ops, &why), 0);
+    cr_assert(cpu_rep_count(&view, &in, &n));
+    cr_assert_eq(n, 0x100000005ull);
+    cr_assert_eq(cpu_decode(&view, 0x10002, &in, ops, &why), 0);
+    cr_assert(cpu_rep_count(&view, &in, &n));
+    cr_assert_eq(n, 5, "ECX with a 32-bit address size");
+    cr_assert_eq(cpu_decode(&view, 0x10005, &in, ops, &why), 0);
+    cr_assert_not(cpu_rep_count(&view, &in, &n), "no REP");
+}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/stretch.h"
+#include "x86/deliver.h"
 
 #include <string.h>
 
@@ -351,7 +352,9 @@ static bool watch(const struct cpu_view *v, uint32_t m, int max, struct stretch 
         if (seen)
             continue;
         uint64_t h;
-        if (cpu_idt_handler(v, vec, &h) < 0)
+        const char *why;
+        /* A delivery that faults on its way in ends at another handler (or #DF's): stepped. */
+        if (cpu_idt_handler(v, vec, &h) < 0 || deliver_would_fault(v->mem, v->regs, v->sregs, vec, &why))
             return false;
         int i = 0;
         while (i < s->nh && s->handler[i] != h)

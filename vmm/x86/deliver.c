@@ -142,8 +142,9 @@ static int deliver_long(struct ctx *c, const struct delivery *d, unsigned vec, u
     unsigned cpl = (unsigned)cpu_cpl(s), new_cpl, ist = g[4] & 7;
     if (handler_segment(c, vbts_le16(g + 2), code, &new_cpl) < 0)
         return -1;
-    if (!(code[6] & 0x20))
-        return fail(c, "the handler's code segment is not 64-bit");
+    if (!(code[6] & 0x20) || (code[6] & 0x40))     /* L, and not D with it */
+        return fail(c, "the handler's code segment is not 64-bit (L clear, or L and D set: the CPU "
+                    "raises #GP)");
     uint64_t rsp = c->r->rsp, off = vbts_le16(g) | (uint64_t)vbts_le16(g + 6) << 16 |
                                     (uint64_t)vbts_le32(g + 8) << 32;
     if (ist || new_cpl < cpl) {

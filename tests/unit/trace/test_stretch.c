@@ -331,3 +331,18 @@ Test(stretch, watches_the_double_fault_where_a_slot_is_left)
     cr_assert(stretch_plan(&view, 3, NULL, &s));
     cr_assert_eq(s.nh, 0);
 }
+
+/* An exception whose delivery would fault (here #DE's gate names a data segment) is not run unwatched. */
+Test(stretch, an_exception_whose_delivery_faults_is_stepped)
+{
+    gates();
+    gate64(0, 0x30000, 0x10, 0xe, 0, 0);
+    /* nop; div ecx; jnz */
+    static const uint8_t a[] = { 0x90, 0xf7, 0xf1, 0x75, 0x00 };
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10001, "it ends before the div");
+    gate64(0, 0x30000, 0x08, 0xe, 0, 0);
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10003, "a good gate: on to the jnz");
+}

@@ -238,3 +238,16 @@ Test(deliver, would_fault_writes_nothing)
     cr_assert(deliver_would_fault(&mem, &regs, &sregs, 13, &why));
     cr_assert_not_null(strstr(why, "stack"), "%s", why);
 }
+
+/* A handler's code segment with L and D both set is no 64-bit one: the CPU raises #GP. */
+Test(deliver, a_code_segment_with_l_and_d_is_refused)
+{
+    vbts_put64(gmem_ptr(&mem, 0x6000 + 7 * 8, 8), 0x00ef9a000000ffffull);     /* G, D, L */
+    sregs.gdt.limit = 8 * 8 - 1;
+    gate64(6, 0x30000, 0x38, 0xe, 0, 0);
+    const char *why = NULL;
+    cr_assert(deliver_would_fault(&mem, &regs, &sregs, 6, &why));
+    cr_assert_not_null(strstr(why, "L and D"), "%s", why);
+    gate64(6, 0x30000, 0x08, 0xe, 0, 0);
+    cr_assert_not(deliver_would_fault(&mem, &regs, &sregs, 6, &why), "%s", why);
+}

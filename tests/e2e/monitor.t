@@ -149,13 +149,14 @@ kvm_pvm)
     run "int n at CPL0 without an IDT: delivered, so a triple fault" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100021" -- "$T/intn.bin" ;;
 esac
-# The guest's own TF and DR7 breakpoints: the engines step with the same
-# registers, so the trace stops before the guest arms them (docs/engine.md).
-run "traced, the guest enables its own breakpoint in DR7: status 125, one line" 125 \
-    "vbts: trace stopped at 0x100025 on vCPU 0: the guest arms its own breakpoints (MOV to DR7 enables them), which vbts does not honour while it steps the guest" \
-    -- --trace "$T/dr7.vbts" "$T/dr7.bin"
-run "traced, the guest sets its own RFLAGS.TF: status 125, one line" 125 \
-    "vbts: trace stopped at 0x100028 on vCPU 0: the guest arms its own single-step (POPF sets RFLAGS.TF), which vbts does not honour while it steps the guest" \
+# The guest's own TF and DR7 breakpoints are honoured while the engines
+# step (docs/engine.md): a breakpoint that never fires changes nothing; a
+# trap the guest has no IDT for, vbts cannot deliver (the CPU shuts down),
+# and says so.
+run "traced, the guest enables its own breakpoint in DR7: its status, as untraced" 3 \
+    "vbts: engine: branch" -- --trace "$T/dr7.vbts" "$T/dr7.bin"
+run "traced, the guest sets its own RFLAGS.TF without an IDT: status 125, one line" 125 \
+    "vbts: trace stopped at 0x100029 on vCPU 0: the guest's own #DB cannot be delivered: vCPU 0 cannot take vector 1 at 0x10002b: the IDT entry is not present (the CPU raises #NP)" \
     -- --trace "$T/tf.vbts" "$T/tf.bin"
 run "untraced, the guest's own breakpoint in DR7 is its own business" 3 "" -- "$T/dr7.bin"
 run "missing image" 125 "vbts: cannot open $T/nope.bin: No such file or directory" -- "$T/nope.bin"

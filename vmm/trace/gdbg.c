@@ -294,7 +294,9 @@ int gdbg_before(struct trace_vcpu *t, const struct cpu_view *v)
         g->held = 0;
     }
     g->ready = false;
-    bool arms = p->dr_write || (p->loads_flags && (p->flags_image & RFLAGS_TF));
+    /* An IRET into user mode where user mode is stepped by TF: the image's TF is the monitor's (ustep.c). */
+    g->monitors_tf = p->kind == VBTS_KIND_IRET && p->to_user && t->tr->be->user_by_tf;
+    bool arms = p->dr_write || (p->loads_flags && (p->flags_image & RFLAGS_TF) && !g->monitors_tf);
     if (!gdbg_engaged(t) && !arms)
         return 0;
     unsigned m = p->mnemonic;
@@ -421,7 +423,7 @@ static void event_after_iret(struct trace_vcpu *t, const struct cpu_view *v, uin
     if (p->kind == VBTS_KIND_IRET && p->loads_flags && p->target_known && rip != p->target) {
         struct branch_pred s;
         const char *why;
-        g->tf = p->flags_image & RFLAGS_TF;
+        g->tf = (p->flags_image & RFLAGS_TF) && !g->monitors_tf;
         g->at = p->target;
         g->len = branch_predict_at(v, p->target, &s, &why) == 0 ? s.len : 0;
         g->cs = g->iret_cs;
@@ -457,7 +459,7 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
         return unsupported(t, "the host ran on to 0x%llx in one step while the guest's own debugging "
                            "was on, which vbts does not follow", (unsigned long long)rip);
     if (p->loads_flags && !again) {
-        g->tf = p->flags_image & RFLAGS_TF;
+        g->tf = (p->flags_image & RFLAGS_TF) && !g->monitors_tf;
         g->rf = p->kind == VBTS_KIND_IRET && (p->flags_image & RFLAGS_RF);
     } else {
         g->rf = false;

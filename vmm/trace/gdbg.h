@@ -38,6 +38,7 @@ struct gdbg_state {
     uint8_t len;
     uint16_t cs;            /* the code segment it runs in */
     bool tf_before;
+    bool monitors_tf;       /* an IRET's image holds the monitor's TF, not the guest's */
     uint64_t r11;           /* SYSRET's RFLAGS, as the guest had it */
     struct kvm_regs regs;   /* the registers it runs with (a second instruction's, kvm_pvm) */
     uint64_t iret_rsp;      /* an IRET: the RSP it loads */

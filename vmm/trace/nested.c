@@ -26,7 +26,9 @@ int nested_ahead(struct trace_vcpu *t, const struct cpu_view *v)
     const char *why;
     struct delivery d;
     uint32_t m = 0;
-    if (fault_predict(v, cpu_decode(v, rip, &in, ops, &why) == 0 ? &in : NULL, ops, &d) == FAULT_YES)
+    /* (INT n's vector may be 32 or more: an interrupt gate, no exception) */
+    if (fault_predict(v, cpu_decode(v, rip, &in, ops, &why) == 0 ? &in : NULL, ops, &d) == FAULT_YES &&
+        d.vector < 32)
         m |= 1u << d.vector;
     if (t->pred.kind == VBTS_KIND_INT && t->pred.vector < 32)
         m |= 1u << t->pred.vector;

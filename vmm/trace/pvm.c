@@ -503,8 +503,10 @@ static int pvm_arm_step(struct trace_vcpu *t, bool let_in)
         if (!t->stepping)
             return 0;       /* the window closed while it waited */
     }
+    if (nested_ahead(t) < 0)
+        return -1;
     trace_view(t, &v);
-    if (nested_ahead(t, &v) < 0 || iret_to_syscall(t, &v) < 0)
+    if (t->stepping && iret_to_syscall(t, &v) < 0)
         return -1;
     if (!t->stepping)
         return 0;       /* its record closed the window: nothing to arm (tf_arm_step) */

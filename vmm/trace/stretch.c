@@ -340,22 +340,42 @@ int stretch_index(const struct stretch *s, uint64_t lin)
     return -1;
 }
 
+/*
+ * Whether delivering vec at the instruction being added faults on its way
+ * in (then it ends at another handler, or #DF's: stepped).  The frame goes
+ * where RSP is then: the stretch's moves of it, or the stack an IST names.
+ */
+static bool delivery_faults(const struct cpu_view *v, unsigned vec, struct stretch *s)
+{
+    bool ist = cpu_idt_gate_ist(v, vec) > 0;
+    if (!ist && !s->sp_exact)
+        return true;            /* RSP is not known there */
+    if ((s->dry & (1u << vec)) && (ist || s->dry_delta[vec] == s->sp_delta))
+        return false;
+    struct kvm_regs here = *v->regs;
+    here.rsp += (uint64_t)s->sp_delta;
+    const char *why;
+    if (deliver_would_fault(v->mem, &here, v->sregs, vec, &why))
+        return true;
+    s->dry |= 1u << vec;
+    s->dry_delta[vec] = s->sp_delta;
+    return false;
+}
+
 /* The handlers the vectors in `m` go to, merged into s; false if one has none or they are too many. */
 static bool watch(const struct cpu_view *v, uint32_t m, int max, struct stretch *s)
 {
     for (unsigned vec = 0; vec < 32; vec++) {
         if (!(m & (1u << vec)))
             continue;
+        uint64_t h;
+        if (cpu_idt_handler(v, vec, &h) < 0 || delivery_faults(v, vec, s))
+            return false;
         bool seen = false;
         for (int i = 0; i < s->nh && !seen; i++)
             seen = s->vectors[i] & (1u << vec);
         if (seen)
             continue;
-        uint64_t h;
-        const char *why;
-        /* A delivery that faults on its way in ends at another handler (or #DF's): stepped. */
-        if (cpu_idt_handler(v, vec, &h) < 0 || deliver_would_fault(v->mem, v->regs, v->sregs, vec, &why))
-            return false;
         int i = 0;
         while (i < s->nh && s->handler[i] != h)
             i++;

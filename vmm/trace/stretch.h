@@ -46,6 +46,8 @@ struct stretch {
     uint64_t sp_span;                       /* how far pushes, pops, calls may have moved RSP (~0: unknown) */
     bool sp_exact;                          /* RSP at the end is RSP at the start plus sp_delta: */
     int64_t sp_delta;                       /* an event nobody watched moves it (leap.c checks) */
+    uint32_t dry;                           /* vectors whose delivery was checked, and at which sp_delta: */
+    int64_t dry_delta[32];                  /* the frame goes where RSP is when one is raised */
     unsigned nst;
     struct { uint64_t gpa, len; } st[STRETCH_MAX_STORES];  /* what its stores may write: no code of its own */
 };

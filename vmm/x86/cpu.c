@@ -314,6 +314,16 @@ int cpu_idt_gate_dpl(const struct cpu_view *v, unsigned vector)
     return (g[5] >> 5) & 3;
 }
 
+int cpu_idt_gate_ist(const struct cpu_view *v, unsigned vector)
+{
+    const struct kvm_sregs *s = v->sregs;
+    uint8_t g[8];
+    if (cpu_mode(s) != MODE_LONG64 || (uint64_t)vector * 16 + 15 > s->idt.limit ||
+        cpu_read_linear(v, s->idt.base + vector * 16, g, 8))
+        return -1;
+    return g[4] & 7;
+}
+
 int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val)
 {
     static const ZydisRegister gpr64[16] = {

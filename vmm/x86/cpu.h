@@ -142,5 +142,7 @@ int cpu_far_destination(const struct cpu_view *v, uint16_t sel, uint64_t off, ui
                         int *vector);
 /* The privilege level a gate lets INT n in from (its DPL), or -1 (none, not present, real mode). */
 int cpu_idt_gate_dpl(const struct cpu_view *v, unsigned vector);
+/* The IST slot a 64-bit gate switches to (1-7), 0 for none, -1 outside long mode or unreadable. */
+int cpu_idt_gate_ist(const struct cpu_view *v, unsigned vector);
 
 #endif

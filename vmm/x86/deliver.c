@@ -24,12 +24,36 @@ struct ctx {
     const char **why;
     bool untrap;            /* find_frame: clear TF in the frame it finds */
     bool dry;               /* deliver_would_fault: check the frame's stack, write nothing */
+    uint32_t ext;           /* error codes' EXT bit: 1 but for INT n, INT3, INTO */
+    int raise;              /* the fault the CPU raises on the way in, vector + 1 (0: refused) */
+    uint32_t raise_err;
+    uint64_t raise_cr2;
 };
 
 static int fail(struct ctx *c, const char *why)
 {
     *c->why = why;
     return -1;
+}
+
+/* A fault on the way in the CPU raises, with its error code (deliver_nested delivers it). */
+static int raise_on_way(struct ctx *c, unsigned vector, uint32_t error, const char *why)
+{
+    c->raise = (int)vector + 1;
+    c->raise_err = error;
+    return fail(c, why);
+}
+
+/* A selector's error code: its index and TI, and EXT. */
+static uint32_t sel_error(const struct ctx *c, uint16_t sel)
+{
+    return (sel & 0xfffcu) | c->ext;
+}
+
+/* A gate's error code: its vector, IDT, and EXT. */
+static uint32_t idt_error(const struct ctx *c, unsigned vec)
+{
+    return vec * 8 + 2 + c->ext;
 }
 
 static int read_lin(struct ctx *c, uint64_t lin, void *buf, size_t len)
@@ -43,11 +67,11 @@ static int descriptor(struct ctx *c, uint16_t sel, uint8_t d[8])
     if (sel & 4)
         return fail(c, "an LDT selector (not modelled)");
     if ((sel & ~7u) == 0 || (sel & ~7u) + 7u > c->s->gdt.limit)
-        return fail(c, "a null or out-of-GDT selector (the CPU raises #GP)");
+        return raise_on_way(c, 13, sel_error(c, sel), "a null or out-of-GDT selector (the CPU raises #GP)");
     if (read_lin(c, c->s->gdt.base + (sel & ~7u), d, 8))
         return fail(c, "the GDT is not readable");
     if (!(d[5] & 0x80))
-        return fail(c, "a segment that is not present (the CPU raises #NP)");
+        return raise_on_way(c, 11, sel_error(c, sel), "a segment that is not present (the CPU raises #NP)");
     return 0;
 }
 
@@ -71,17 +95,31 @@ static void load_segment(struct kvm_segment *seg, uint16_t sel, const uint8_t d[
         seg->base = 0;
 }
 
-/* The frame's bytes must go to memory the new privilege may write. */
-static int write_frame(struct ctx *c, uint64_t lin, const uint8_t *frame, size_t len, bool user)
+/*
+ * The frame's bytes must go to memory the new privilege may write.  The
+ * CPU pushes its highest slot first: a frame within one page faults there
+ * (CR2); one across pages is not modelled.
+ */
+static int write_frame(struct ctx *c, uint64_t lin, const uint8_t *frame, size_t len, unsigned slot, bool user)
 {
+    bool one_page = (lin >> 12) == ((lin + len - 1) >> 12);
     for (uint64_t a = lin; a < lin + len; a = (a | 0xfff) + 1) {
         uint64_t gpa;
         struct gmem_access acc;
-        if (gmem_walk(c->mem, &c->pg, a, &gpa, &acc) != GMEM_OK ||
-            !gmem_contains(c->mem, gpa, 1))
-            return fail(c, "the stack for the frame is not mapped (the CPU raises #PF, then #DF)");
-        if ((user && (!acc.user || !acc.write)) || (!user && !acc.write && (c->s->cr0 & CR0_WP)))
-            return fail(c, "the stack for the frame is not writable (the CPU raises #PF, then #DF)");
+        enum gmem_xlate w = gmem_walk(c->mem, &c->pg, a, &gpa, &acc);
+        bool here = w == GMEM_OK && gmem_contains(c->mem, gpa, 1);
+        bool writable = here && !((user && (!acc.user || !acc.write)) ||
+                                  (!user && !acc.write && (c->s->cr0 & CR0_WP)));
+        if (writable)
+            continue;
+        if (one_page && (w == GMEM_NOT_PRESENT || here)) {
+            c->raise_cr2 = lin + len - slot;
+            return raise_on_way(c, 14, (here ? 1u : 0u) | 2u | (user ? 4u : 0u),
+                                here ? "the stack for the frame is not writable (the CPU raises #PF)"
+                                     : "the stack for the frame is not mapped (the CPU raises #PF)");
+        }
+        return fail(c, "the stack for the frame is not mapped or not writable (across pages, or outside "
+                    "RAM: not modelled)");
     }
     uint64_t fault;
     if (c->dry)
@@ -119,12 +157,12 @@ static int handler_segment(struct ctx *c, uint16_t sel, uint8_t code[8], unsigne
     if (descriptor(c, sel, code) < 0)
         return -1;
     if (!(code[5] & 0x10) || !(code[5] & 0x08))
-        return fail(c, "the gate's selector is not a code segment (the CPU raises #GP)");
+        return raise_on_way(c, 13, sel_error(c, sel), "the gate's selector is not a code segment (the CPU raises #GP)");
     unsigned cpl = (unsigned)cpu_cpl(c->s);
     bool conforming = code[5] & 0x04;
     *new_cpl = conforming ? cpl : desc_dpl(code);
     if (*new_cpl > cpl)
-        return fail(c, "the handler is less privileged than the code it interrupts (#GP)");
+        return raise_on_way(c, 13, sel_error(c, sel), "the handler is less privileged than the code it interrupts (#GP)");
     return 0;
 }
 
@@ -132,19 +170,21 @@ static int deliver_long(struct ctx *c, const struct delivery *d, unsigned vec, u
 {
     const struct kvm_sregs *s = c->s;
     uint8_t g[16], code[8];
-    if ((uint64_t)vec * 16 + 15 > s->idt.limit || read_lin(c, s->idt.base + vec * 16, g, 16))
-        return fail(c, "the vector is beyond the IDT or the IDT is not readable");
+    if ((uint64_t)vec * 16 + 15 > s->idt.limit)
+        return raise_on_way(c, 13, idt_error(c, vec), "the vector is beyond the IDT (the CPU raises #GP)");
+    if (read_lin(c, s->idt.base + vec * 16, g, 16))
+        return fail(c, "the IDT is not readable");
     if (!(g[5] & 0x80))
-        return fail(c, "the IDT entry is not present (the CPU raises #NP)");
+        return raise_on_way(c, 11, idt_error(c, vec), "the IDT entry is not present (the CPU raises #NP)");
     unsigned type = g[5] & 0xf;
     if (type != 0xe && type != 0xf)
-        return fail(c, "the IDT entry is not a 64-bit interrupt or trap gate");
+        return raise_on_way(c, 13, idt_error(c, vec), "the IDT entry is not a 64-bit interrupt or trap gate");
     unsigned cpl = (unsigned)cpu_cpl(s), new_cpl, ist = g[4] & 7;
     if (handler_segment(c, vbts_le16(g + 2), code, &new_cpl) < 0)
         return -1;
     if (!(code[6] & 0x20) || (code[6] & 0x40))     /* L, and not D with it */
-        return fail(c, "the handler's code segment is not 64-bit (L clear, or L and D set: the CPU "
-                    "raises #GP)");
+        return raise_on_way(c, 13, sel_error(c, vbts_le16(g + 2)), "the handler's code segment is not 64-bit "
+                            "(L clear, or L and D set: the CPU raises #GP)");
     uint64_t rsp = c->r->rsp, off = vbts_le16(g) | (uint64_t)vbts_le16(g + 6) << 16 |
                                     (uint64_t)vbts_le32(g + 8) << 32;
     if (ist || new_cpl < cpl) {
@@ -165,7 +205,7 @@ static int deliver_long(struct ctx *c, const struct delivery *d, unsigned vec, u
     vbts_put64(frame + 8 * n++, c->r->rsp);
     vbts_put64(frame + 8 * n++, s->ss.selector);
     rsp -= 8 * (uint64_t)n;
-    if (write_frame(c, rsp, frame, 8 * (size_t)n, false) < 0)
+    if (write_frame(c, rsp, frame, 8 * (size_t)n, 8, false) < 0)
         return -1;
     c->r->rsp = rsp;
     c->r->rip = off;
@@ -193,8 +233,10 @@ static int stack_for(struct ctx *c, unsigned cpl, unsigned new_cpl, struct kvm_s
     if (c->s->tr.limit < 8 + 8 * new_cpl + 1 || read_lin(c, c->s->tr.base + 4 + 8 * new_cpl, t, 8))
         return fail(c, "the TSS's stack is not readable");
     uint16_t sel = vbts_le16(t + 4);
-    if (descriptor(c, sel, sd) < 0)
+    if (descriptor(c, sel, sd) < 0) {
+        c->raise = 0;       /* the TSS's SS: #TS, not modelled */
         return -1;
+    }
     load_segment(ss, sel, sd, false);
     *sp = vbts_le32(t);
     return 0;
@@ -206,15 +248,17 @@ static int deliver_prot(struct ctx *c, const struct delivery *d, unsigned vec, u
     uint8_t g[8], code[8];
     if (c->r->rflags & RFLAGS_VM)
         return fail(c, "virtual-8086 mode (not modelled)");
-    if ((uint64_t)vec * 8 + 7 > s->idt.limit || read_lin(c, s->idt.base + vec * 8, g, 8))
-        return fail(c, "the vector is beyond the IDT or the IDT is not readable");
+    if ((uint64_t)vec * 8 + 7 > s->idt.limit)
+        return raise_on_way(c, 13, idt_error(c, vec), "the vector is beyond the IDT (the CPU raises #GP)");
+    if (read_lin(c, s->idt.base + vec * 8, g, 8))
+        return fail(c, "the IDT is not readable");
     if (!(g[5] & 0x80))
-        return fail(c, "the IDT entry is not present (the CPU raises #NP)");
+        return raise_on_way(c, 11, idt_error(c, vec), "the IDT entry is not present (the CPU raises #NP)");
     unsigned type = g[5] & 0xf;
     if (type == 5)
         return fail(c, "the IDT entry is a task gate (not modelled)");
     if (type != 0xe && type != 0xf && type != 6 && type != 7)
-        return fail(c, "the IDT entry is not an interrupt or trap gate");
+        return raise_on_way(c, 13, idt_error(c, vec), "the IDT entry is not an interrupt or trap gate");
     unsigned cpl = (unsigned)cpu_cpl(s), new_cpl, w = (type & 8) ? 4 : 2;
     uint16_t sel = vbts_le16(g + 2);
     if (handler_segment(c, sel, code, &new_cpl) < 0)
@@ -245,7 +289,7 @@ static int deliver_prot(struct ctx *c, const struct delivery *d, unsigned vec, u
     if ((ss.type & 4) || (sp & mask) < len || (sp & mask) - 1 > ss.limit)
         return fail(c, "the stack segment cannot take the frame (#SS, or an expand-down segment)");
     sp = (sp & ~mask) | (((sp & mask) - len) & mask);
-    if (write_frame(c, (uint32_t)(ss.base + (sp & mask)), frame, len, false) < 0)
+    if (write_frame(c, (uint32_t)(ss.base + (sp & mask)), frame, len, w, false) < 0)
         return -1;
     uint32_t off = vbts_le16(g) | (w == 4 ? (uint32_t)vbts_le16(g + 6) << 16 : 0);
     c->r->rsp = sp;
@@ -269,7 +313,7 @@ static int deliver_real(struct ctx *c, const struct delivery *d, unsigned vec, u
     uint16_t sp = (uint16_t)((uint16_t)c->r->rsp - 6);
     if ((uint16_t)c->r->rsp < 6)
         return fail(c, "the stack wraps (not modelled)");
-    if (write_frame(c, c->s->ss.base + sp, frame, 6, false) < 0)
+    if (write_frame(c, c->s->ss.base + sp, frame, 6, 2, false) < 0)
         return -1;
     c->r->rsp = (c->r->rsp & ~0xffffull) | sp;
     c->r->rflags &= ~(uint64_t)(RFLAGS_IF | RFLAGS_TF | RFLAGS_AC);
@@ -281,13 +325,14 @@ static int deliver_real(struct ctx *c, const struct delivery *d, unsigned vec, u
     return 0;
 }
 
+/* ...and *nested, if not NULL, the fault the CPU raises instead when it fails so (vector 0xff: none). */
 static int deliver(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
                    const struct delivery *d, uint64_t *handler, unsigned *vector,
-                   const char **why, bool dry)
+                   const char **why, bool dry, struct delivery *nested)
 {
     struct kvm_regs r0 = *r;
     struct kvm_sregs s0 = *s;
-    struct ctx c = { mem, r, s, { 0 }, why, false, dry };
+    struct ctx c = { .mem = mem, .r = r, .s = s, .why = why, .dry = dry };
     cpu_paging(s, &c.pg);
     struct delivery gp;
     unsigned vec = d->vector;
@@ -305,6 +350,7 @@ static int deliver(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs 
             vec = 13;
         }
     }
+    c.ext = d->kind == DELIVER_SOFT || (d->kind == DELIVER_TRAP && d->vector != 1) ? 0 : 1;
     int rc;
     if (m == MODE_REAL16)
         rc = deliver_real(&c, d, vec, handler);
@@ -315,6 +361,12 @@ static int deliver(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs 
     if (rc < 0) {
         *r = r0;
         *s = s0;
+        if (nested) {
+            /* (an INT n made #GP and faulting again: not modelled) */
+            bool raised = c.raise && d != &gp && m != MODE_REAL16;
+            *nested = (struct delivery){ .kind = DELIVER_FAULT, .vector = raised ? (uint8_t)(c.raise - 1) : 0xff,
+                                         .has_error = raised, .error = c.raise_err, .cr2 = c.raise_cr2 };
+        }
         return -1;
     }
     if (vec == 14 && d->kind == DELIVER_FAULT)
@@ -327,7 +379,42 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
                   const struct delivery *d, uint64_t *handler, unsigned *vector,
                   const char **why)
 {
-    return deliver(mem, r, s, d, handler, vector, why, false);
+    return deliver(mem, r, s, d, handler, vector, why, false, NULL);
+}
+
+static bool contributory(const struct delivery *d)
+{
+    return d->kind == DELIVER_FAULT && (d->vector == 0 || (d->vector >= 10 && d->vector <= 13));
+}
+
+int deliver_nested(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
+                   const struct delivery *d, uint64_t *handler, unsigned *vector,
+                   const char **why)
+{
+    struct delivery cur = *d, next;
+    uint64_t cr2 = s->cr2;
+    for (int depth = 0; depth < 3; depth++) {
+        if (deliver(mem, r, s, &cur, handler, vector, why, false, &next) == 0)
+            return 0;
+        if (next.vector == 0xff)
+            break;
+        if (next.vector == 14)
+            s->cr2 = next.cr2;      /* as the #PF is raised, whether or not its delivery faults */
+        /* SDM vol. 3 table 6-5: which pairs make a double fault, and a fault in #DF's delivery a shutdown */
+        bool harmful = next.vector == 14 || contributory(&next);
+        bool pf = cur.kind == DELIVER_FAULT && cur.vector == 14;
+        if (cur.kind == DELIVER_FAULT && cur.vector == 8 && harmful) {
+            *why = "a fault while delivering #DF (the CPU shuts down: not modelled)";
+            break;
+        }
+        if ((contributory(&cur) && contributory(&next)) || (pf && harmful))
+            next = (struct delivery){ .kind = DELIVER_FAULT, .vector = 8, .has_error = true };
+        cur = next;
+        if (depth == 2)
+            *why = "faults nested three deep on the way in (not modelled)";
+    }
+    s->cr2 = cr2;
+    return -1;
 }
 
 bool deliver_would_fault(const struct gmem *mem, const struct kvm_regs *r, const struct kvm_sregs *s,
@@ -339,7 +426,7 @@ bool deliver_would_fault(const struct gmem *mem, const struct kvm_regs *r, const
                           .has_error = cpu_mode(s) != MODE_REAL16 && deliver_has_error_code(vector) };
     uint64_t h;
     unsigned vec;
-    return deliver(mem, &rr, &ss, &d, &h, &vec, why, true) < 0;
+    return deliver(mem, &rr, &ss, &d, &h, &vec, why, true, NULL) < 0;
 }
 
 /* A frame of `slot` bytes per field with RIP, CS and RFLAGS at `at` and up. */
@@ -370,7 +457,7 @@ static bool find_frame(const struct gmem *mem, const struct deliver_before *b, b
     struct kvm_regs r = *b->regs;
     struct kvm_sregs s = *b->sregs;
     const char *why;
-    struct ctx c = { mem, &r, &s, { 0 }, &why, untrap, false };
+    struct ctx c = { .mem = mem, .r = &r, .s = &s, .why = &why, .untrap = untrap };
     cpu_paging(&s, &c.pg);
     enum cpu_mode m = cpu_mode(&s);
     int cpl = cpu_cpl(&s);
@@ -416,7 +503,7 @@ int deliver_segment(const struct gmem *mem, const struct kvm_sregs *s, uint16_t 
 {
     struct kvm_regs r = { 0 };
     struct kvm_sregs cs = *s;
-    struct ctx c = { mem, &r, &cs, { 0 }, why, false, false };
+    struct ctx c = { .mem = mem, .r = &r, .s = &cs, .why = why };
     cpu_paging(s, &c.pg);
     uint8_t d[8];
     if (descriptor(&c, sel, d) < 0)

@@ -12,8 +12,8 @@
  *
  * Long mode (64-bit gates), protected mode (32- and 16-bit interrupt and
  * trap gates) and real mode (the IVT).  What is not modelled (task gates,
- * virtual-8086 mode, LDT selectors, a delivery that itself faults) is
- * refused with a reason, never approximated.
+ * virtual-8086 mode, LDT selectors; a delivery that itself faults, but
+ * for deliver_nested) is refused with a reason, never approximated.
  */
 #ifndef VBTS_X86_DELIVER_H
 #define VBTS_X86_DELIVER_H
@@ -54,6 +54,17 @@ bool deliver_has_error_code(unsigned vector);
 int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
                   const struct delivery *d, uint64_t *handler, unsigned *vector,
                   const char **why);
+
+/*
+ * deliver_event, and where the delivery faults on the way in (its gate,
+ * its code segment, its stack's page) the fault the CPU raises instead,
+ * as the CPU delivers it: serially, or as a double fault (SDM vol. 3,
+ * 6.15).  What deliver_event does not model, a fault in #DF's delivery
+ * (a shutdown), and a #PF on a frame across pages are refused.
+ */
+int deliver_nested(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
+                   const struct delivery *d, uint64_t *handler, unsigned *vector,
+                   const char **why);
 
 /*
  * Would delivering exception `vector` on r and s fault on the way in (its

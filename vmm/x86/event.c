@@ -108,8 +108,8 @@ bool event_is_soft(const struct vcpu *cpu)
     return arch_vcpu(cpu)->soft_events;
 }
 
-int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
-                  unsigned *vector)
+static int deliver_on(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
+                      unsigned *vector, bool nested)
 {
     struct kvm_regs *r = &cpu->run->s.regs.regs;
     struct kvm_sregs *s = &cpu->run->s.regs.sregs;
@@ -117,7 +117,7 @@ int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, ui
     struct kvm_sregs s0 = *s;
     const char *why;
     *from = cpu_linear_ip(r, s);
-    if (deliver_event(&cpu->vm->mem, r, s, d, to, vector, &why) < 0)
+    if ((nested ? deliver_nested : deliver_event)(&cpu->vm->mem, r, s, d, to, vector, &why) < 0)
         return error_fail("vCPU %d cannot take vector %u at 0x%llx: %s", cpu->index, d->vector,
                           (unsigned long long)*from, why);
     /* A set bit would make KVM inject that interrupt again. */
@@ -139,6 +139,18 @@ int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, ui
             return error_fail_errno("KVM_SET_VCPU_EVENTS");
     }
     return 0;
+}
+
+int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
+                  unsigned *vector)
+{
+    return deliver_on(cpu, d, from, to, vector, false);
+}
+
+int event_deliver_nested(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
+                         unsigned *vector)
+{
+    return deliver_on(cpu, d, from, to, vector, true);
 }
 
 int event_syscall_msrs(struct vcpu *cpu, struct deliver_syscall_msrs *m)

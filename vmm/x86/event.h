@@ -56,6 +56,9 @@ bool event_is_soft(const struct vcpu *cpu);
  */
 int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
                   unsigned *vector);
+/* The same, and a delivery that faults on the way in goes on as the CPU's does (deliver_nested). */
+int event_deliver_nested(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
+                         unsigned *vector);
 
 /*
  * After vcpu_probe(): the event KVM was about to inject (an interrupt, an

@@ -332,6 +332,26 @@ static int far_branch_fault(const struct cpu_view *v, const ZydisDecodedInstruct
 }
 
 /* Software interrupts and the exceptions an opcode itself raises. */
+/* #BR: BOUND's index (signed) outside the pair of bounds it reads. */
+static int bound_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, struct delivery *d)
+{
+    unsigned bytes = in->operand_width / 8;
+    uint64_t index, lin, lo = 0, hi = 0;
+    if ((bytes != 2 && bytes != 4) || ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+        ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_register(v->regs, ops[0].reg.value, &index) < 0 ||
+        cpu_operand_address(v, in, &ops[1], &lin) < 0 || cpu_read_linear(v, lin, &lo, bytes) ||
+        cpu_read_linear(v, lin + bytes, &hi, bytes))
+        return UNSURE;
+    unsigned sh = 64 - 8 * bytes;
+    int64_t i = (int64_t)(index << sh) >> sh, l = (int64_t)(lo << sh) >> sh, h = (int64_t)(hi << sh) >> sh;
+    if (i < l || i > h) {
+        set_fault(d, 5, false, 0);
+        return FAULTS;
+    }
+    return GOOD;
+}
+
 static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *ops, struct delivery *d)
 {
@@ -408,7 +428,7 @@ static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction 
     }
     /* Far transfers, segment loads, task and system registers: their descriptors decide. */
     if (segment_load(in, ops) || in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ||
-        in->mnemonic == ZYDIS_MNEMONIC_AAM || in->mnemonic == ZYDIS_MNEMONIC_BOUND)
+        in->mnemonic == ZYDIS_MNEMONIC_AAM)
         return UNSURE;
     return GOOD;
 }
@@ -464,6 +484,8 @@ enum fault_verdict fault_predict(const struct cpu_view *v, const ZydisDecodedIns
         c = checks[i](v, in, ops, d);
     if (c == GOOD && (in->mnemonic == ZYDIS_MNEMONIC_DIV || in->mnemonic == ZYDIS_MNEMONIC_IDIV))
         c = divide_check(v, in, ops, d);
+    if (c == GOOD && in->mnemonic == ZYDIS_MNEMONIC_BOUND)
+        c = bound_check(v, in, ops, d);
     return c == GOOD ? FAULT_NONE : c == FAULTS ? FAULT_YES : FAULT_UNKNOWN;
 }
 

@@ -346,3 +346,28 @@ Test(stretch, an_exception_whose_delivery_faults_is_stepped)
     cr_assert(stretch_plan(&view, 3, NULL, &s));
     cr_assert_eq(s.end, 0x10003, "a good gate: on to the jnz");
 }
+
+/* The frame goes where RSP is at the instruction, not where it was when the stretch was planned. */
+Test(stretch, a_delivery_checked_where_the_stretch_leaves_rsp)
+{
+    gates();
+    PTE(0x3f000, 0);                    /* a page below the stack, not present */
+    /* sub rsp, 0x10000; div ecx; jnz */
+    static const uint8_t a[] = { 0x48, 0x81, 0xec, 0x00, 0x00, 0x01, 0x00, 0xf7, 0xf1, 0x75, 0x00 };
+    code(a, sizeof(a));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10007, "#DE's frame would go to 0x3fff8: it ends before the div");
+    PTE(0x3f000, 3);
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10009, "mapped: on to the jnz");
+    /* mov rsp, [rip]: RSP lost; then div */
+    static const uint8_t b[] = { 0x48, 0x8b, 0x25, 0x00, 0x00, 0x00, 0x00, 0xf7, 0xf1, 0x75, 0x00 };
+    code(b, sizeof(b));
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_eq(s.end, 0x10007, "RSP not known: the div is stepped");
+    gate64(0, 0x30000, 0x08, 0xe, 0, 2);
+    gate64(14, 0x33000, 0x08, 0xe, 0, 2);
+    vbts_put64(gmem_ptr(&mem, 0x7000 + 44, 8), 0xb0000);   /* IST2 */
+    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_gt(s.end, 0x10007, "an IST's stack is known: on past the div (0x%llx)", (unsigned long long)s.end);
+}

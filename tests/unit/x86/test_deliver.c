@@ -98,7 +98,7 @@ Test(deliver, refusals_leave_the_state_alone)
     gate64(6, 0x35000, 0x08, 0xe, 0, 0);
     PTE(0x4f000, 0);                    /* the stack page is gone */
     cr_assert_eq(deliver_event(&mem, &regs, &sregs, &d, &h, &vec, &why), -1);
-    cr_assert_str_eq(why, "the stack for the frame is not mapped (the CPU raises #PF, then #DF)");
+    cr_assert_str_eq(why, "the stack for the frame is not mapped (the CPU raises #PF)");
     cr_assert_eq(memcmp(&r0, &regs, sizeof(r0)), 0);
 }
 
@@ -250,4 +250,85 @@ Test(deliver, a_code_segment_with_l_and_d_is_refused)
     cr_assert_not_null(strstr(why, "L and D"), "%s", why);
     gate64(6, 0x30000, 0x08, 0xe, 0, 0);
     cr_assert_not(deliver_would_fault(&mem, &regs, &sregs, 6, &why), "%s", why);
+}
+
+/* deliver_nested: the fault on the way in, serially or as #DF (SDM vol. 3, 6.15). */
+static int nested(struct delivery d, uint64_t *h, unsigned *vec)
+{
+    const char *why = NULL;
+    return deliver_nested(&mem, &regs, &sregs, &d, h, vec, &why);
+}
+
+Test(deliver, nested_int3_through_a_gate_not_present_is_an_np)
+{
+    gate64(11, 0x35000, 0x08, 0xe, 0, 0);
+    uint64_t h;
+    unsigned vec;
+    cr_assert_eq(nested((struct delivery){ .kind = DELIVER_TRAP, .vector = 3, .insn_len = 1 }, &h, &vec), 0);
+    cr_assert_eq(vec, 11);
+    cr_assert_eq(h, 0x35000);
+    cr_assert_eq(q(regs.rsp), 3 * 8 + 2, "the gate's error code, EXT clear for the program's int3");
+    cr_assert_eq(q(regs.rsp + 8), 0x10000, "a fault on the int3");
+}
+
+Test(deliver, nested_a_stack_not_present_is_a_pf_with_its_cr2)
+{
+    gate64(0, 0x30000, 0x08, 0xe, 0, 0);
+    gate64(14, 0x36000, 0x08, 0xe, 0, 1);
+    PTE(0x4f000, 0);
+    uint64_t h;
+    unsigned vec;
+    cr_assert_eq(nested((struct delivery){ .kind = DELIVER_FAULT, .vector = 0 }, &h, &vec), 0);
+    cr_assert_eq(vec, 14);
+    cr_assert_eq(h, 0x36000);
+    cr_assert_eq(regs.rsp, 0xa0000 - 48, "IST1");
+    cr_assert_eq(q(regs.rsp), 2, "a write, not present, supervisor");
+    cr_assert_eq(sregs.cr2, 0x50000 - 8, "the first slot pushed");
+}
+
+Test(deliver, nested_pf_on_pf_is_a_double_fault)
+{
+    gate64(14, 0x36000, 0x08, 0xe, 0, 0);
+    gate64(8, 0x37000, 0x08, 0xe, 0, 1);
+    PTE(0x4f000, 0);
+    uint64_t h;
+    unsigned vec;
+    struct delivery pf = { .kind = DELIVER_FAULT, .vector = 14, .has_error = true, .cr2 = 0x1234 };
+    cr_assert_eq(nested(pf, &h, &vec), 0);
+    cr_assert_eq(vec, 8);
+    cr_assert_eq(h, 0x37000);
+    cr_assert_eq(q(regs.rsp), 0, "#DF's error code");
+    cr_assert_eq(sregs.cr2, 0x50000 - 8, "the second #PF's address");
+}
+
+Test(deliver, nested_gp_on_gp_is_a_double_fault_and_on_it_a_shutdown)
+{
+    gate64(13, 0x38000, 0x10, 0xe, 0, 0);              /* a data segment: #GP(0x10 | EXT) */
+    gate64(8, 0x37000, 0x08, 0xe, 0, 0);
+    uint64_t h;
+    unsigned vec;
+    struct delivery gp = { .kind = DELIVER_FAULT, .vector = 13, .has_error = true };
+    cr_assert_eq(nested(gp, &h, &vec), 0);
+    cr_assert_eq(vec, 8);
+    machine_teardown();
+    machine_setup();
+    gate64(13, 0x38000, 0x10, 0xe, 0, 0);
+    struct kvm_regs r0 = regs;
+    uint64_t cr2 = sregs.cr2;
+    const char *why = NULL;
+    cr_assert_eq(deliver_nested(&mem, &regs, &sregs, &gp, &h, &vec, &why), -1, "#DF's gate is not there");
+    cr_assert(strstr(why, "shuts down"), "%s", why);
+    cr_assert_eq(memcmp(&regs, &r0, sizeof(regs)), 0, "nothing changed");
+    cr_assert_eq(sregs.cr2, cr2);
+}
+
+Test(deliver, nested_np_error_code_has_ext_for_an_exception)
+{
+    gate64(6, 0x30000, 0x28, 0xe, 0, 0);               /* selector 0x28: present, 32-bit code */
+    gate64(13, 0x38000, 0x08, 0xe, 0, 0);
+    uint64_t h;
+    unsigned vec;
+    cr_assert_eq(nested((struct delivery){ .kind = DELIVER_FAULT, .vector = 6 }, &h, &vec), 0);
+    cr_assert_eq(vec, 13);
+    cr_assert_eq(q(regs.rsp), 0x28 | 1, "the selector, EXT set: #UD is no program's int");
 }

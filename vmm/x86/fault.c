@@ -336,20 +336,18 @@ static int far_branch_fault(const struct cpu_view *v, const ZydisDecodedInstruct
 static int bound_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                        const ZydisDecodedOperand *ops, struct delivery *d)
 {
-    unsigned bytes = in->operand_width / 8;
+    unsigned bytes = in->operand_width / 8, sh = 64 - 8 * bytes;
     uint64_t index, lin, lo = 0, hi = 0;
     if ((bytes != 2 && bytes != 4) || ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
         ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY || cpu_register(v->regs, ops[0].reg.value, &index) < 0 ||
         cpu_operand_address(v, in, &ops[1], &lin) < 0 || cpu_read_linear(v, lin, &lo, bytes) ||
         cpu_read_linear(v, lin + bytes, &hi, bytes))
         return UNSURE;
-    unsigned sh = 64 - 8 * bytes;
     int64_t i = (int64_t)(index << sh) >> sh, l = (int64_t)(lo << sh) >> sh, h = (int64_t)(hi << sh) >> sh;
-    if (i < l || i > h) {
-        set_fault(d, 5, false, 0);
-        return FAULTS;
-    }
-    return GOOD;
+    if (i >= l && i <= h)
+        return GOOD;
+    set_fault(d, 5, false, 0);
+    return FAULTS;
 }
 
 static int opcode_check(const struct cpu_view *v, const ZydisDecodedInstruction *in,
@@ -508,37 +506,27 @@ static bool always_there(const ZydisDecodedInstruction *in)
 /* The exceptions an opcode raises by itself: #DE, #BR, #OF, #BP, #UD. */
 static uint32_t opcode_vectors(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
 {
-    uint32_t m = 0;
     switch (in->mnemonic) {
     case ZYDIS_MNEMONIC_DIV: case ZYDIS_MNEMONIC_IDIV: case ZYDIS_MNEMONIC_AAM:
-        m |= V(0);
-        break;
+        return V(0);
     case ZYDIS_MNEMONIC_BOUND:
-        m |= V(5);
-        break;
+        return V(5);
     case ZYDIS_MNEMONIC_INTO:
-        m |= V(4);
-        break;
+        return V(4);
     case ZYDIS_MNEMONIC_INT3:
-        m |= V(3);
-        break;
+        return V(3);
     case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
     case ZYDIS_MNEMONIC_SYSCALL:                /* #UD without EFER.SCE, and nothing else */
-        m |= V(6);
-        break;
+        return V(6);
     case ZYDIS_MNEMONIC_MOV:
-        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_CS)
-            m |= V(6);
-        break;
+        return ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_CS ? V(6) : 0;
     /* An extended control register or PKRU ECX does not name: #GP (kvm-unit-tests' xsave). */
     case ZYDIS_MNEMONIC_XGETBV: case ZYDIS_MNEMONIC_XSETBV:
     case ZYDIS_MNEMONIC_RDPKRU: case ZYDIS_MNEMONIC_WRPKRU:
-        m |= V(13);
-        break;
+        return V(13);
     default:
-        break;
+        return 0;
     }
-    return m;
 }
 
 uint32_t fault_may_raise(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,

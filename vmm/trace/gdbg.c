@@ -168,9 +168,7 @@ static int raise_db(struct trace_vcpu *t, unsigned bits)
     }
     if (g->tf) {
         const struct kvm_sregs *s = &t->cpu->run->s.regs.sregs;
-        g->frame = cpu_stack_base(s) + r->rsp;
-        if (cpu_mode(s) != MODE_LONG64)
-            g->frame = (uint32_t)g->frame;
+        g->frame = cpu_stack_top(r, s);
     }
     g->tf = g->rf = false;
     g->ready = false;
@@ -203,9 +201,7 @@ static int frame_tf(struct trace_vcpu *t, const struct cpu_view *v)
 {
     const struct gdbg_state *g = &t->gd;
     unsigned w = slot_width(v);
-    uint64_t sp = cpu_stack_base(v->sregs) + v->regs->rsp, at = 0;
-    if (w != 8)
-        sp = (uint32_t)sp;
+    uint64_t sp = cpu_stack_top(v->regs, v->sregs), at = 0;
     int found = 0;
     for (unsigned k = 0; k < 2; k++) {
         uint64_t ip = 0, cs = 0, fl = 0, base;
@@ -239,7 +235,7 @@ static uint64_t iret_reads(const struct cpu_view *v, const ZydisDecodedInstructi
     uint64_t w = in->operand_width / 8, cs = 0;
     if (cpu_mode(v->sregs) == MODE_LONG64)
         return 5 * w;
-    uint64_t sp = cpu_stack_base(v->sregs) + (uint32_t)v->regs->rsp;
+    uint64_t sp = cpu_stack_top(v->regs, v->sregs);
     if (cpu_read_linear(v, (uint32_t)(sp + w), &cs, 2) < 0 || (cs & 3) != (uint64_t)cpu_cpl(v->sregs))
         return 5 * w;
     return 3 * w;
@@ -327,7 +323,7 @@ int gdbg_before(struct trace_vcpu *t, const struct cpu_view *v)
     g->regs = *v->regs;
     if (p->kind == VBTS_KIND_IRET) {
         unsigned w = cpu_mode(v->sregs) == MODE_LONG64 ? 8 : 4;
-        uint64_t sp = cpu_stack_base(v->sregs) + v->regs->rsp, cs = 0, rsp = 0;
+        uint64_t sp = cpu_stack_top(v->regs, v->sregs), cs = 0, rsp = 0;
         cpu_read_linear(v, sp + w, &cs, 2);
         g->iret_cs = (uint16_t)cs;
         g->iret_rsp = w == 8 && cpu_read_linear(v, sp + 3 * w, &rsp, w) == 0 ? rsp : v->regs->rsp + 3 * w;
@@ -361,7 +357,7 @@ static int system_tf(struct trace_vcpu *t, const struct branch_pred *p, bool *bs
 
 static int pushed_tf(const struct cpu_view *v)
 {
-    uint64_t top = cpu_stack_base(v->sregs) + v->regs->rsp + 1;
+    uint64_t top = cpu_stack_top(v->regs, v->sregs) + 1;
     uint8_t b;
     if (cpu_mode(v->sregs) != MODE_LONG64)
         top = (uint32_t)top;
@@ -444,9 +440,7 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     g->nested = 0;
     if (p->kind == VBTS_KIND_IRET && p->loads_flags && (p->flags_image & RFLAGS_TF)) {
         /* The frame it loaded the guest's TF from is not one the CPU pushed (deliver_seen). */
-        g->frame = cpu_stack_base(&t->cpu->run->s.regs.sregs) + g->regs.rsp;
-        if (cpu_mode(&t->cpu->run->s.regs.sregs) != MODE_LONG64)
-            g->frame = (uint32_t)g->frame;
+        g->frame = cpu_stack_top(&g->regs, &t->cpu->run->s.regs.sregs);
     }
     bool branch = p->kind != VBTS_KIND_UNKNOWN && p->taken;
     uint64_t next = branch ? (p->target_known ? p->target : rip) : p->from + p->len;

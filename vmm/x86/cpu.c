@@ -49,6 +49,13 @@ uint64_t cpu_stack_base(const struct kvm_sregs *s)
     return cpu_mode(s) == MODE_LONG64 ? 0 : s->ss.base;
 }
 
+uint64_t cpu_stack_top(const struct kvm_regs *r, const struct kvm_sregs *s)
+{
+    if (cpu_mode(s) == MODE_LONG64)
+        return r->rsp;
+    return (uint32_t)(s->ss.base + (s->ss.db ? (uint32_t)r->rsp : (uint16_t)r->rsp));
+}
+
 unsigned cpu_stack_width(const struct kvm_sregs *s)
 {
     if (cpu_mode(s) == MODE_LONG64)

@@ -54,6 +54,8 @@ bool cpu_canonical(const struct kvm_sregs *s, uint64_t a);
 /* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
 uint64_t cpu_code_base(const struct kvm_sregs *s);
 uint64_t cpu_stack_base(const struct kvm_sregs *s);
+/* The linear address SS:RSP names, as wide as the stack segment makes it. */
+uint64_t cpu_stack_top(const struct kvm_regs *r, const struct kvm_sregs *s);
 unsigned cpu_stack_width(const struct kvm_sregs *s);
 static inline int cpu_cpl(const struct kvm_sregs *s)
 {

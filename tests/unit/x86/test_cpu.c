@@ -60,6 +60,21 @@ Test(cpu, modes_and_linear_ip)
     cr_assert_eq(cpu_stack_width(&sregs), 16);
 }
 
+Test(cpu, the_stack_top_is_as_wide_as_the_stack_segment)
+{
+    regs.rsp = 0xffff800000012345ull;
+    sregs.ss.base = 0x100000;
+    cr_assert_eq(cpu_stack_top(&regs, &sregs), 0xffff800000012345ull, "64-bit: RSP, no base");
+    sregs.efer = 0;
+    sregs.cs.l = 0;
+    sregs.cs.db = 1;
+    sregs.ss.db = 1;
+    regs.rsp = 0xfffff000;
+    cr_assert_eq(cpu_stack_top(&regs, &sregs), 0xff000, "ESP plus the base, wrapping at 4 GiB");
+    sregs.ss.db = 0;
+    cr_assert_eq(cpu_stack_top(&regs, &sregs), 0x10f000, "a 16-bit stack: SP");
+}
+
 Test(cpu, fetch_stops_at_an_unmapped_page)
 {
     vbts_put64(gmem_ptr(&mem, 0x4000 + 8 * 0x11, 8), 0);      /* 0x11000 not present */

@@ -355,15 +355,6 @@ static int system_tf(struct trace_vcpu *t, const struct branch_pred *p, bool *bs
     return 0;
 }
 
-static int pushed_tf(const struct cpu_view *v)
-{
-    uint64_t top = cpu_stack_top(v->regs, v->sregs) + 1;
-    uint8_t b;
-    if (cpu_mode(v->sregs) != MODE_LONG64)
-        top = (uint32_t)top;
-    return cpu_read_linear(v, top, &b, 1) < 0 ? -1 : write_byte(v, top, b | 1);
-}
-
 static bool btf(const struct trace_vcpu *t)
 {
     uint64_t debugctl = 0;
@@ -460,7 +451,7 @@ static int after_step(struct trace_vcpu *t, const struct cpu_view *v, uint64_t r
     }
     bool tf_second = g->tf;
     if (((g->tf_before && is_pushf(p->mnemonic) && !again) || (both && tf_second && is_pushf(s.mnemonic))) &&
-        pushed_tf(v) < 0)
+        cpu_pushed_tf(v, true) < 0)
         return unsupported(t, "PUSHF's image cannot be given the guest's TF");
     if (p->dr_write && get_debugregs(t) < 0)
         return unsupported(t, "%s", error_last());

@@ -444,16 +444,8 @@ static int clear_tf_leaks(struct trace_vcpu *t, unsigned mnemonic)
             return error_fail_errno("KVM_SET_REGS");
     }
     if (is_pushf(mnemonic)) {
-        struct gmem_paging pg;
-        cpu_paging(s, &pg);
-        uint64_t top = cpu_stack_base(s) + r->rsp, fault;
-        if (cpu_mode(s) != MODE_LONG64)
-            top = (uint32_t)top;
-        uint8_t b[2];
-        if (gmem_read_linear(&t->cpu->vm->mem, &pg, top, b, 2) == GMEM_OK && (b[1] & 1)) {
-            b[1] &= (uint8_t)~1;
-            gmem_write_linear(&t->cpu->vm->mem, &pg, top + 1, b + 1, 1, &fault);
-        }
+        struct cpu_view v = { &t->cpu->vm->mem, r, s };
+        cpu_pushed_tf(&v, false);       /* a stack gone unreadable is the guest's own #PF to come */
     }
     return 0;
 }

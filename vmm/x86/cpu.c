@@ -56,6 +56,20 @@ uint64_t cpu_stack_top(const struct kvm_regs *r, const struct kvm_sregs *s)
     return (uint32_t)(s->ss.base + (s->ss.db ? (uint32_t)r->rsp : (uint16_t)r->rsp));
 }
 
+int cpu_pushed_tf(const struct cpu_view *v, bool tf)
+{
+    uint64_t at = cpu_stack_top(v->regs, v->sregs) + 1, fault;
+    if (cpu_mode(v->sregs) != MODE_LONG64)
+        at = (uint32_t)at;
+    struct gmem_paging pg;
+    uint8_t b;
+    cpu_paging(v->sregs, &pg);
+    if (gmem_read_linear(v->mem, &pg, at, &b, 1) != GMEM_OK)
+        return -1;
+    uint8_t want = tf ? (uint8_t)(b | 1) : (uint8_t)(b & ~1);
+    return want == b || gmem_write_linear(v->mem, &pg, at, &want, 1, &fault) == GMEM_OK ? 0 : -1;
+}
+
 unsigned cpu_stack_width(const struct kvm_sregs *s)
 {
     if (cpu_mode(s) == MODE_LONG64)

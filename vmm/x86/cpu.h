@@ -56,6 +56,8 @@ uint64_t cpu_code_base(const struct kvm_sregs *s);
 uint64_t cpu_stack_base(const struct kvm_sregs *s);
 /* The linear address SS:RSP names, as wide as the stack segment makes it. */
 uint64_t cpu_stack_top(const struct kvm_regs *r, const struct kvm_sregs *s);
+/* TF set or cleared in the RFLAGS image a PUSHF left at SS:RSP (guest memory): 0, or -1 if unreachable. */
+int cpu_pushed_tf(const struct cpu_view *v, bool tf);
 unsigned cpu_stack_width(const struct kvm_sregs *s);
 static inline int cpu_cpl(const struct kvm_sregs *s)
 {

@@ -75,6 +75,18 @@ Test(cpu, the_stack_top_is_as_wide_as_the_stack_segment)
     cr_assert_eq(cpu_stack_top(&regs, &sregs), 0x10f000, "a 16-bit stack: SP");
 }
 
+Test(cpu, tf_in_a_pushed_flags_image)
+{
+    regs.rsp = 0x8000;
+    vbts_put64(gmem_ptr(&mem, 0x8000, 8), 0x202);
+    cr_assert_eq(cpu_pushed_tf(&view, true), 0);
+    cr_assert_eq(vbts_le64(gmem_ptr(&mem, 0x8000, 8)), 0x302, "TF set, nothing else");
+    cr_assert_eq(cpu_pushed_tf(&view, false), 0);
+    cr_assert_eq(vbts_le64(gmem_ptr(&mem, 0x8000, 8)), 0x202);
+    regs.rsp = 0x300000;                 /* beyond the mapped 2 MiB */
+    cr_assert_eq(cpu_pushed_tf(&view, true), -1);
+}
+
 Test(cpu, fetch_stops_at_an_unmapped_page)
 {
     vbts_put64(gmem_ptr(&mem, 0x4000 + 8 * 0x11, 8), 0);      /* 0x11000 not present */

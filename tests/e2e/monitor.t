@@ -96,10 +96,17 @@ case $VBTS_HOST in
 *kvm_amd)
     run "triple fault: status 2, and why where is unknown" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \
-        -- "$T/triple.bin" ;;
+        -- "$T/triple.bin"
+    run "triple fault, traced: the same" 2 \
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \
+        -- --trace "$T/triple.vbts" "$T/triple.bin" ;;
 *)
     run "triple fault: status 2 and where" 2 \
-        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin" ;;
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin"
+    # (kvm_pvm: the monitor delivers the #UD, #GP and #DF itself, and ends the guest where the CPU shuts down)
+    run "triple fault, traced: the same" 2 \
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" \
+        -- --trace "$T/triple.vbts" "$T/triple.bin" ;;
 esac
 # int n at CPL0 (no IDT): kvm_pvm's emulator fails it and vbts completes it
 # (x86/hostcompat.c); stock KVM delivers it: #GP, then a triple fault.  x87

@@ -64,7 +64,15 @@ int nested_ahead(struct trace_vcpu *t)
         int cpl = cpu_cpl(v.sregs);
         uint64_t from, to;
         unsigned vector;
-        if (event_deliver_nested(t->cpu, &d, &from, &to, &vector) < 0)
+        int rc = event_deliver_nested(t->cpu, &d, &from, &to, &vector);
+        if (rc == -2) {
+            /* The CPU shuts down there, as the guest untraced on a host that delivers so */
+            vm_request_end(t->cpu->vm, VM_END_CRASH, VBTS_EXIT_GUEST_CRASH,
+                           "guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU %d at rip=0x%llx", t->cpu->index,
+                           (unsigned long long)t->cpu->run->s.regs.regs.rip);
+            return -1;
+        }
+        if (rc < 0)
             return stop(t, t->pred.from, d.vector, error_last());
         window_emit_branch(t, from, to, record_kind(&d, vector), cpl);
         if (step_predict(t, false) < 0)

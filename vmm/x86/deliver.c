@@ -404,8 +404,9 @@ int deliver_nested(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs 
         bool harmful = next.vector == 14 || contributory(&next);
         bool pf = cur.kind == DELIVER_FAULT && cur.vector == 14;
         if (cur.kind == DELIVER_FAULT && cur.vector == 8 && harmful) {
-            *why = "a fault while delivering #DF (the CPU shuts down: not modelled)";
-            break;
+            *why = "a fault while delivering #DF: the CPU shuts down";
+            s->cr2 = cr2;
+            return -2;
         }
         if ((contributory(&cur) && contributory(&next)) || (pf && harmful))
             next = (struct delivery){ .kind = DELIVER_FAULT, .vector = 8, .has_error = true };

@@ -59,8 +59,9 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
  * deliver_event, and where the delivery faults on the way in (its gate,
  * its code segment, its stack's page) the fault the CPU raises instead,
  * as the CPU delivers it: serially, or as a double fault (SDM vol. 3,
- * 6.15).  What deliver_event does not model, a fault in #DF's delivery
- * (a shutdown), and a #PF on a frame across pages are refused.
+ * 6.15).  -2 (nothing changed) where the CPU shuts down: a fault while
+ * delivering #DF.  What deliver_event does not model and a #PF on a frame
+ * across pages are refused (-1).
  */
 int deliver_nested(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *s,
                    const struct delivery *d, uint64_t *handler, unsigned *vector,

@@ -117,9 +117,12 @@ static int deliver_on(struct vcpu *cpu, const struct delivery *d, uint64_t *from
     struct kvm_sregs s0 = *s;
     const char *why;
     *from = cpu_linear_ip(r, s);
-    if ((nested ? deliver_nested : deliver_event)(&cpu->vm->mem, r, s, d, to, vector, &why) < 0)
-        return error_fail("vCPU %d cannot take vector %u at 0x%llx: %s", cpu->index, d->vector,
-                          (unsigned long long)*from, why);
+    int rc = (nested ? deliver_nested : deliver_event)(&cpu->vm->mem, r, s, d, to, vector, &why);
+    if (rc < 0) {
+        error_fail("vCPU %d cannot take vector %u at 0x%llx: %s", cpu->index, d->vector,
+                   (unsigned long long)*from, why);
+        return rc;
+    }
     /* A set bit would make KVM inject that interrupt again. */
     memset(s->interrupt_bitmap, 0, sizeof(s->interrupt_bitmap));
     if (ioctl(cpu->fd, KVM_SET_SREGS, s) < 0 || ioctl(cpu->fd, KVM_SET_REGS, r) < 0) {

@@ -56,7 +56,7 @@ bool event_is_soft(const struct vcpu *cpu);
  */
 int event_deliver(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
                   unsigned *vector);
-/* The same, and a delivery that faults on the way in goes on as the CPU's does (deliver_nested). */
+/* The same, and a delivery that faults on the way in goes on as the CPU's does (deliver_nested: -2, a shutdown). */
 int event_deliver_nested(struct vcpu *cpu, const struct delivery *d, uint64_t *from, uint64_t *to,
                          unsigned *vector);
 

@@ -316,7 +316,7 @@ Test(deliver, nested_gp_on_gp_is_a_double_fault_and_on_it_a_shutdown)
     struct kvm_regs r0 = regs;
     uint64_t cr2 = sregs.cr2;
     const char *why = NULL;
-    cr_assert_eq(deliver_nested(&mem, &regs, &sregs, &gp, &h, &vec, &why), -1, "#DF's gate is not there");
+    cr_assert_eq(deliver_nested(&mem, &regs, &sregs, &gp, &h, &vec, &why), -2, "#DF's gate is not there");
     cr_assert(strstr(why, "shuts down"), "%s", why);
     cr_assert_eq(memcmp(&regs, &r0, sizeof(regs)), 0, "nothing changed");
     cr_assert_eq(sregs.cr2, cr2);

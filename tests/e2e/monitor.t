@@ -33,6 +33,21 @@ mb_image "$T/triple.bin" "lidt [idtr]
 ud2
 idtr: dw 0
 dd 0"
+# A #GP beyond DS's limit with no IDT: a shutdown vbts does not foresee (segment limits are not modelled).
+mb_image "$T/limit.bin" "lgdt [gdtr]
+jmp 0x08:.cs
+.cs: mov ax, 0x10
+mov ss, ax
+mov es, ax
+mov ax, 0x18
+mov ds, ax
+lidt [es:idtr]
+mov eax, [0x100]
+idtr: dw 0
+dd 0
+gdtr: dw 31
+dd gdt
+gdt: dq 0, 0x00cf9a000000ffff, 0x00cf92000000ffff, 0x0040920000000010"
 mb_image "$T/spin.bin" ".l: jmp .l"
 mb_image "$T/dr7.bin" "mov eax, 0x401
 mov dr7, eax          ; L0: the guest's own breakpoint
@@ -99,14 +114,23 @@ case $VBTS_HOST in
         -- "$T/triple.bin"
     run "triple fault, traced: the same" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \
-        -- --trace "$T/triple.vbts" "$T/triple.bin" ;;
+        -- --trace "$T/triple.vbts" "$T/triple.bin"
+    run "a triple fault not foreseen, traced: the CPU's" 2 \
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0; this host's KVM (kvm_amd) resets a vCPU that shuts down, so where it failed is not known" \
+        -- --trace "$T/limit.vbts" "$T/limit.bin" ;;
 *)
     run "triple fault: status 2 and where" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" -- "$T/triple.bin"
     # (kvm_pvm: the monitor delivers the #UD, #GP and #DF itself, and ends the guest where the CPU shuts down)
     run "triple fault, traced: the same" 2 \
         "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100027" \
-        -- --trace "$T/triple.vbts" "$T/triple.bin" ;;
+        -- --trace "$T/triple.vbts" "$T/triple.bin"
+    # One it does not foresee is kvm_pvm's, which shuts down where the CPU may not: the trace stops.
+    run "a triple fault not foreseen, untraced" 2 \
+        "vbts: guest triple fault (KVM_EXIT_SHUTDOWN) on vCPU 0 at rip=0x100044" -- "$T/limit.bin"
+    run "a triple fault not foreseen, traced: a clear stop" 125 \
+        "vbts: trace stopped at 0x100044 on vCPU 0: this host (kvm_pvm) shut the guest down there, and it delivers nested events otherwise than the CPU: whether the CPU would is not known" \
+        -- --trace "$T/limit.vbts" "$T/limit.bin" ;;
 esac
 # int n at CPL0 (no IDT): kvm_pvm's emulator fails it and vbts completes it
 # (x86/hostcompat.c); stock KVM delivers it: #GP, then a triple fault.  x87

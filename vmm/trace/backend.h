@@ -36,6 +36,12 @@ struct backend {
     /* User mode is stepped through the guest's own RFLAGS.TF (trace/ustep.c). */
     bool user_by_tf;
     /*
+     * The host delivers nested events otherwise than the CPU, and may shut
+     * the guest down where the CPU does not: a shutdown the monitor did not
+     * foresee (trace/nested.c) stops the trace, not ends the guest.
+     */
+    bool own_shutdowns;
+    /*
      * Whether the vCPU is stepped (on: the window, a recording, guest BTS),
      * asked whenever that is decided again (t->stepping is the old
      * answer); w is the debug state about to be set, which the host may

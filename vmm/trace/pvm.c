@@ -567,6 +567,7 @@ static bool pvm_may_leap(struct trace_vcpu *t, const struct cpu_view *v)
 const struct backend backend_pvm = {
     .name = "kvm_pvm",
     .user_by_tf = true,
+    .own_shutdowns = true,
     .steps_let_in = true,
     .stepping = pvm_stepping,
     .arm_step = pvm_arm_step,

@@ -174,6 +174,15 @@ static int on_any_exit(struct vcpu *cpu, void *ctx)
     trace_view(t, &v);
     uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
     bool reset = exitcheck_reset(v.regs, v.sregs);
+    if (reason == KVM_EXIT_SHUTDOWN && t->tr->be->own_shutdowns) {
+        if (t->tr->sink)
+            sink_stop(t->tr->sink, cpu->index, VBTS_STOP_UNSUPPORTED);
+        vm_request_end(cpu->vm, VM_END_MONITOR, VBTS_EXIT_MONITOR,
+                       "trace stopped at 0x%llx on vCPU %d: this host (%s) shut the guest down there, and it "
+                       "delivers nested events otherwise than the CPU: whether the CPU would is not known",
+                       (unsigned long long)rip, cpu->index, t->tr->be->name);
+        return 0;
+    }
     if (t->leap.flight) {
         enum exitcheck_verdict k = exitcheck_step(reason, rip, rip, reset);
         if (k == EXITCHECK_NONE || k == EXITCHECK_GONE || stretch_index(&t->leap.s, rip) >= 0)

@@ -80,6 +80,20 @@ for name in "${stubs[@]}"; do
         skip "$name: vbts exit status $status" "this host's guests fire no breakpoints: a clear stop (exact.t)"
         skip "$name: vbts trace == annotations" "this host's guests fire no breakpoints: a clear stop (exact.t)"
         continue ;;
+    tfsysret:kvm_pvm:*)
+        # User mode is stepped through the guest's TF itself there: the guest's own TF stops the trace.
+        run_vbts "$BIN" "$TMP/$name.vbts" "$TMP/$name.run"
+        at=0x$(awk '$NF == "main64.sr" { print tolower($1); exit }' "$MAP" | sed 's/^0*//')
+        line="vbts: trace stopped at $at on vCPU 0: the guest's own single-step or breakpoints in user mode, where this host (kvm_pvm) is stepped through the guest's TF itself"
+        if [ "$VBTS_STATUS" = 125 ] && grep -qxF "$line" "$TMP/$name.run.err" &&
+           [ "$(grep -c 'trace stopped' "$TMP/$name.run.err")" = 1 ]; then
+            ok "$name: a clear stop at the SYSRET (status 125)"
+        else
+            diag_file "$TMP/$name.run.err"
+            not_ok "$name: a clear stop at the SYSRET (status $VBTS_STATUS; want 125: $line)"
+        fi
+        skip "$name: vbts trace == annotations" "a clear stop on this host"
+        continue ;;
     esac
     trace=$TMP/$name.vbts
     run_vbts "$BIN" "$trace" "$TMP/$name.run"

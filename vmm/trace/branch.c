@@ -225,6 +225,9 @@ static void system_target(const struct cpu_view *v, const ZydisDecodedInstructio
     if (in->mnemonic == ZYDIS_MNEMONIC_SYSRET) {
         p->target = in->operand_width == 64 ? v->regs->rcx : (uint32_t)v->regs->rcx;
         p->target_known = true;
+        /* RFLAGS from R11: its TF is the guest's (trace/gdbg.c), though the guest's was clear before */
+        p->loads_flags = true;
+        p->flags_image = v->regs->r11;
     } else if (in->mnemonic == ZYDIS_MNEMONIC_INT || in->mnemonic == ZYDIS_MNEMONIC_INT3) {
         unsigned vec = in->mnemonic == ZYDIS_MNEMONIC_INT3 ? 3 : (unsigned)ops[0].imm.value.u & 0xff;
         p->vector = (uint8_t)vec;

@@ -521,15 +521,17 @@ int deliver_syscall(struct kvm_regs *r, struct kvm_sregs *s, const struct delive
         *why = "SYSCALL with EFER.SCE clear raises #UD";
         return -1;
     }
-    if (cpu_mode(s) != MODE_LONG64) {
-        *why = "SYSCALL outside 64-bit mode is not modelled";
+    enum cpu_mode mode = cpu_mode(s);
+    if (mode != MODE_LONG64 && !(mode == MODE_COMPAT32 && m->compat_cstar)) {
+        *why = mode == MODE_COMPAT32 ? "SYSCALL in compatibility mode raises #UD on this vendor (not modelled)"
+                                     : "SYSCALL outside long mode is not modelled";
         return -1;
     }
     uint16_t sel = (uint16_t)(m->star >> 32) & 0xfffc;
-    r->rcx = r->rip + insn_len;
+    r->rcx = mode == MODE_LONG64 ? r->rip + insn_len : (uint32_t)(r->rip + insn_len);
     r->r11 = r->rflags & ~(uint64_t)RFLAGS_RF;
     r->rflags = (r->rflags & ~m->fmask & ~(uint64_t)RFLAGS_RF) | 2;
-    r->rip = m->lstar;
+    r->rip = mode == MODE_LONG64 ? m->lstar : m->cstar;
     cpu_flat64_segment(&s->cs, sel, true, 0);
     cpu_flat64_segment(&s->ss, (uint16_t)(sel + 8), false, 0);
     return 0;

@@ -75,17 +75,19 @@ int deliver_nested(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs 
 bool deliver_would_fault(const struct gmem *mem, const struct kvm_regs *r, const struct kvm_sregs *s,
                          unsigned vector, const char **why);
 
-/* The MSRs SYSCALL reads. */
+/* The MSRs SYSCALL reads, and the vendor, which decides compatibility mode's. */
 struct deliver_syscall_msrs {
-    uint64_t star, lstar, fmask;
+    uint64_t star, lstar, fmask, cstar;
+    bool compat_cstar;      /* AMD: from compatibility mode to CSTAR (Intel raises #UD) */
 };
 
 /*
- * SYSCALL in 64-bit mode, as the CPU runs it, on r and s: RCX the next
+ * SYSCALL in long mode, as the CPU runs it, on r and s: RCX the next
  * instruction, R11 RFLAGS (RF clear), RFLAGS masked with FMASK, CS and SS
- * from STAR at CPL0, RIP = LSTAR.  0, or -1 with *why (nothing changed)
- * outside 64-bit mode (Intel refuses SYSCALL in compatibility mode, AMD
- * takes CSTAR: not modelled) or when EFER.SCE is clear (#UD).
+ * from STAR at CPL0 (64-bit code), RIP = LSTAR, or CSTAR from
+ * compatibility mode on AMD.  0, or -1 with *why (nothing changed) in
+ * compatibility mode on Intel (#UD), outside long mode (legacy SYSCALL:
+ * not modelled) or when EFER.SCE is clear (#UD).
  */
 int deliver_syscall(struct kvm_regs *r, struct kvm_sregs *s, const struct deliver_syscall_msrs *m,
                     uint8_t insn_len, const char **why);

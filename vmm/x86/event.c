@@ -10,6 +10,7 @@
 #include "x86/arch.h"
 #include "x86/cpu.h"
 #include "x86/deliver.h"
+#include "x86/host.h"
 
 int event_iret_done(struct vcpu *cpu)
 {
@@ -160,12 +161,12 @@ int event_syscall_msrs(struct vcpu *cpu, struct deliver_syscall_msrs *m)
 {
     struct {
         struct kvm_msrs h;
-        struct kvm_msr_entry e[3];
-    } g = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
-                                 { .index = MSR_FMASK } } };
-    if (ioctl(cpu->fd, KVM_GET_MSRS, &g) != 3)
-        return error_fail_errno("KVM_GET_MSRS (STAR, LSTAR, FMASK) on vCPU %d", cpu->index);
-    *m = (struct deliver_syscall_msrs){ g.e[0].data, g.e[1].data, g.e[2].data };
+        struct kvm_msr_entry e[4];
+    } g = { .h.nmsrs = 4, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR },
+                                 { .index = MSR_FMASK }, { .index = MSR_CSTAR } } };
+    if (ioctl(cpu->fd, KVM_GET_MSRS, &g) != 4)
+        return error_fail_errno("KVM_GET_MSRS (STAR, LSTAR, FMASK, CSTAR) on vCPU %d", cpu->index);
+    *m = (struct deliver_syscall_msrs){ g.e[0].data, g.e[1].data, g.e[2].data, g.e[3].data, host_is_amd() };
     return 0;
 }
 
@@ -187,7 +188,7 @@ int event_syscall(struct vcpu *cpu, uint8_t insn_len, uint64_t *to)
         *s = s0;
         return error_fail_errno("SYSCALL on vCPU %d: KVM_SET_SREGS/KVM_SET_REGS", cpu->index);
     }
-    *to = m.lstar;
+    *to = r->rip;
     return 0;
 }
 

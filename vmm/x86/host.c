@@ -188,12 +188,17 @@ static void *hypercall_runner(void *arg)
     return NULL;
 }
 
-/* Real mode at 0x1000: mov eax, 0xffff; the vendor's hypercall; hlt.  1 if it returned -KVM_ENOSYS. */
-static int probe_hypercall(struct probe_vm *p)
+bool host_is_amd(void)
 {
     unsigned a, b, c, d;
     __cpuid(0, a, b, c, d);
-    bool amd = b == 0x68747541;         /* "AuthenticAMD": VMMCALL, else VMCALL */
+    return b == 0x68747541;             /* "AuthenticAMD" */
+}
+
+/* Real mode at 0x1000: mov eax, 0xffff; the vendor's hypercall; hlt.  1 if it returned -KVM_ENOSYS. */
+static int probe_hypercall(struct probe_vm *p)
+{
+    bool amd = host_is_amd();           /* VMMCALL, else VMCALL */
     const uint8_t code[] = { 0x66, 0xb8, 0xff, 0xff, 0x00, 0x00, 0x0f, 0x01, amd ? 0xd9 : 0xc1, 0xf4 };
     if (probe_vm_code(p, code, sizeof(code), "hypercall") < 0)
         return -1;

@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 
+/* The CPU is AMD's (CPUID's vendor; KVM's guests see the same). */
+bool host_is_amd(void);
 /* The host's KVM is kvm_pvm. */
 bool host_is_pvm(void);
 /* The host can single-step CPL3 code. */

@@ -180,9 +180,32 @@ Test(deliver, syscall_refused_without_sce_or_outside_64_bit_mode)
     sregs.efer |= EFER_SCE;
     sregs.cs.l = 0;
     sregs.cs.db = 1;
-    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), -1);
-    cr_assert_str_eq(why, "SYSCALL outside 64-bit mode is not modelled");
+    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), -1, "Intel: compatibility mode's #UD");
+    cr_assert_str_eq(why, "SYSCALL in compatibility mode raises #UD on this vendor (not modelled)");
     cr_assert_eq(regs.rip, 0x10000, "nothing changed");
+    sregs.efer &= ~EFER_LMA;
+    m.compat_cstar = true;
+    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), -1);
+    cr_assert_str_eq(why, "SYSCALL outside long mode is not modelled");
+}
+
+/* AMD: SYSCALL from compatibility mode goes to CSTAR, in 64-bit code. */
+Test(deliver, syscall_from_compatibility_mode_on_amd)
+{
+    sregs.efer |= EFER_SCE;
+    sregs.cs.l = 0;
+    sregs.cs.db = 1;
+    regs.rflags = 0x302;
+    struct deliver_syscall_msrs m = { .star = 0x0023001000000000ull, .lstar = 0x1234, .cstar = 0x5678,
+                                      .fmask = 0x100, .compat_cstar = true };
+    const char *why = NULL;
+    cr_assert_eq(deliver_syscall(&regs, &sregs, &m, 2, &why), 0, "%s", why);
+    cr_assert_eq(regs.rip, 0x5678);
+    cr_assert_eq(regs.rcx, 0x10002);
+    cr_assert_eq(regs.r11, 0x302);
+    cr_assert_eq(regs.rflags, 0x202, "TF masked by FMASK");
+    cr_assert(sregs.cs.l, "64-bit code");
+    cr_assert_eq(cpu_mode(&sregs), MODE_LONG64);
 }
 
 Test(deliver, untrap_clears_the_monitors_tf_in_a_frame_from_user_mode)

@@ -245,3 +245,21 @@ Test(branch, the_guests_own_debugging)
     code("\x90", 1);                            /* nop */
     cr_assert_eq(predict().dr, -1);
 }
+
+/* SYSRET goes to RCX and loads RFLAGS from R11: its TF is the guest's (trace/gdbg.c). */
+Test(branch, sysret_loads_its_flags_from_r11)
+{
+    code("\x48\x0f\x07", 3);                    /* sysretq */
+    regs.rcx = 0x400123;
+    regs.r11 = 0x302;
+    struct branch_pred p = predict();
+    cr_assert(p.taken && p.target_known);
+    cr_assert_eq(p.target, 0x400123);
+    cr_assert(p.to_user);
+    cr_assert(p.loads_flags);
+    cr_assert_eq(p.flags_image, 0x302);
+    code("\x0f\x07", 2);                        /* sysretl: ECX */
+    regs.rcx = 0xffffffff00400123ull;
+    p = predict();
+    cr_assert_eq(p.target, 0x400123);
+}

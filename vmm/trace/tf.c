@@ -177,7 +177,14 @@ static int settle_events(struct trace_vcpu *t, enum tf_irq mode)
                  */
                 if (!t->tr->watch || vm_ending(t->cpu->vm))
                     return -1;
-                t->tf.also_watch = 1u << d.vector | DELIVERY_FAULTS;
+                /*
+                 * INT n from 32 up has no bit to watch its handler by: only
+                 * a delivery that faults so, which ends at one of those.
+                 */
+                if (d.vector >= 32 && !deliver_raises(&t->cpu->vm->mem, &t->cpu->run->s.regs.regs,
+                                                      &t->cpu->run->s.regs.sregs, &d))
+                    return -1;
+                t->tf.also_watch = (d.vector < 32 ? 1u << d.vector : 0) | DELIVERY_FAULTS;
                 return 0;
             }
             continue;

@@ -382,6 +382,18 @@ int deliver_event(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs *
     return deliver(mem, r, s, d, handler, vector, why, false, NULL);
 }
 
+bool deliver_raises(const struct gmem *mem, const struct kvm_regs *r, const struct kvm_sregs *s,
+                    const struct delivery *d)
+{
+    struct kvm_regs rr = *r;
+    struct kvm_sregs ss = *s;
+    struct delivery next;
+    uint64_t h;
+    unsigned vec;
+    const char *why;
+    return deliver(mem, &rr, &ss, d, &h, &vec, &why, true, &next) < 0 && next.vector != 0xff;
+}
+
 static bool contributory(const struct delivery *d)
 {
     return d->kind == DELIVER_FAULT && (d->vector == 0 || (d->vector >= 10 && d->vector <= 13));

@@ -67,6 +67,10 @@ int deliver_nested(const struct gmem *mem, struct kvm_regs *r, struct kvm_sregs 
                    const struct delivery *d, uint64_t *handler, unsigned *vector,
                    const char **why);
 
+/* Does delivering d fault on the way in with an exception the CPU raises (not one refused as not modelled)? */
+bool deliver_raises(const struct gmem *mem, const struct kvm_regs *r, const struct kvm_sregs *s,
+                    const struct delivery *d);
+
 /*
  * Would delivering exception `vector` on r and s fault on the way in (its
  * gate, its code segment, its stack), or is it one deliver_event does not

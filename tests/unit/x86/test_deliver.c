@@ -355,3 +355,15 @@ Test(deliver, nested_np_error_code_has_ext_for_an_exception)
     cr_assert_eq(vec, 13);
     cr_assert_eq(q(regs.rsp), 0x28 | 1, "the selector, EXT set: #UD is no program's int");
 }
+
+Test(deliver, raises_only_what_the_cpu_raises_on_the_way_in)
+{
+    struct delivery d = { .kind = DELIVER_SOFT, .vector = 0x80, .insn_len = 2 };
+    gate64(0x80, 0x30000, 0x08, 0xe, 0, 0);
+    cr_assert_not(deliver_raises(&mem, &regs, &sregs, &d), "a good gate");
+    gate64(0x80, 0x30000, 0x10, 0xe, 0, 0);
+    cr_assert(deliver_raises(&mem, &regs, &sregs, &d), "a data segment: #GP");
+    gate64(0x80, 0x30000, 0x0c, 0xe, 0, 0);
+    cr_assert_not(deliver_raises(&mem, &regs, &sregs, &d), "an LDT selector: not modelled");
+    cr_assert_eq(regs.rip, 0x10000, "nothing changed");
+}

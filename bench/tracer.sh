@@ -1,8 +1,9 @@
 #!/bin/bash
 # Tracer benchmark, one run, side by side: each guest untraced, then traced
 # by the step engine and by the branch engine (where this host runs it),
-# with exits per record and records/s; a Linux window from start_kernel
-# under both; and QEMU TCG's branch trace of a loop stub, as a time ratio.
+# with exits per record and records/s, and below each row what caused the
+# exits (vbts --stats); a Linux window from start_kernel under both; and
+# QEMU TCG's branch trace of a loop stub, as a time ratio.
 . "$(dirname "$0")/prelude"
 
 nasm -f bin -Iguest-stub/include/ -DLOOPS=1 -DPAD=0 -o "$T/one.bin" bench/loop.asm
@@ -18,7 +19,7 @@ traced() {
     shift 3
     local t0 t1
     t0=$(now)
-    "$BUILD/vbts" --engine "$e" --force --trace "$T/t.vbts" "$@" >/dev/null 2>"$T/err" || true
+    "$BUILD/vbts" --engine "$e" --stats --force --trace "$T/t.vbts" "$@" >/dev/null 2>"$T/err" || true
     t1=$(now)
     local line rec exits
     line=$(grep '^vbts: trace' "$T/err") || { echo "$name ($e): no summary line"; cat "$T/err"; return 1; }
@@ -30,6 +31,8 @@ traced() {
         -v traced="$(echo "$t1 - $t0" | bc)" 'BEGIN {
         printf "%-30s %-7s %9d %9d %10.2f %11.0f %9.2f %9.2f %9s\n", name, e, r, x, x / r, r / win,
                win, traced, (plain > 0 ? sprintf("%.1fx", traced / plain) : "-") }'
+    # What caused the exits: the stretches' ends by kind, exceptions, interrupt probes, steps.
+    grep '^vbts: exits: ' "$T/err" | sed 's/^vbts: exits: /    exits by cause: /' || true
 }
 
 # records/s over the trace window (its start and stop markers); seconds: the

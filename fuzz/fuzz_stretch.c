@@ -17,6 +17,7 @@
 
 #include "core/gmem.h"
 #include "trace/stretch.h"
+#include "trace/take.h"
 #include "vbts/format.h"
 
 #define RAM (64u << 10)
@@ -67,6 +68,18 @@ static void check_plan(const struct cpu_view *v, const struct stretch *s)
         fuzz_check(stretch_index(s, s->handler[i]) < 0 && s->handler[i] != s->end,
                    "a handler's breakpoint on the way");
     fuzz_check(s->nrec <= s->nins, "more records than instructions");
+    fuzz_check(s->nleaf >= 1 && s->nleaf <= STRETCH_MAX_LEAVES && s->nprefix <= s->nins, "%u leaves", s->nleaf);
+    fuzz_check(s->nleaf == 1 || s->nh + 2 <= STRETCH_MAX_HANDLERS + 1, "more breakpoints than DR0-3");
+    for (unsigned l = 0; l < s->nleaf; l++) {
+        const struct stretch_leaf *f = &s->leaf[l];
+        fuzz_check(f->end != rip && stretch_index(s, f->end) < 0, "a leaf's breakpoint would fire on the way");
+        fuzz_check(f->first >= s->nprefix && f->first <= f->last && f->last <= s->nins &&
+                   f->rec_first <= f->rec_last && f->rec_last <= s->nrec, "a leaf's ranges");
+        for (int i = 0; i < s->nh; i++)
+            fuzz_check(s->handler[i] != f->end, "a handler at a leaf");
+        for (unsigned m = 0; m < l; m++)
+            fuzz_check(s->leaf[m].end != f->end, "two leaves at one address");
+    }
     for (unsigned i = 1; i < s->nins; i++)
         fuzz_check(s->recs_before[i] >= s->recs_before[i - 1] && s->recs_before[i] <= s->nrec,
                    "records out of order");
@@ -103,13 +116,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cpu_view v = { &mem, &regs, &sregs };
     struct stretch s;
     uint64_t stop = regs.rip + (data[7] >> 2);
-    if (stretch_plan(&v, data[7] >> 6, data[7] & 0x20 ? &stop : NULL, &s))
+    const struct stretch_opts o = { data[7] >> 6, data[7] & 0x20 ? &stop : NULL, data[6] & 0x20, NULL, data[6] & 0x08 };
+    if (stretch_plan(&v, &o, &s))
         check_plan(&v, &s);
     struct branch_pred p;
     const char *why;
     if (branch_predict(&v, &p, &why) == 0) {
         struct kvm_regs before = regs, after = regs;
-        if (stretch_take(&v, &p, &after))
+        if (take_branch(&v, &p, &after))
             check_take(&v, &p, &before, &after);
     }
     return 0;

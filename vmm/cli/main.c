@@ -65,6 +65,7 @@ static const char usage[] =
     "      --cr3 VALUE|start record only while CR3 holds this page-table base (start:\n"
     "                        the one of the vCPU that reached --trace-start)\n"
     "      --verify-flow     check every record against straight-line code; count violations\n"
+    "      --stats           after the trace, the engine's exits by what caused them\n"
     "      --engine step|branch  single-step every instruction, or run from branch to\n"
     "                        branch under breakpoints (default: the fastest this host runs)\n"
     "      --stop-after-trace  end the run (status 0) when the trace window closes\n"
@@ -375,6 +376,12 @@ static int report(struct run *r, int status, double elapsed)
                 " exits in %.3f s (%.0f branches/s, %.2f exits/branch)\n", trace_engine_name(r->tr), r->o.trace,
                 branches, exits, elapsed, elapsed > 0 ? branches / elapsed : 0.0,
                 branches ? (double)exits / branches : 0.0);
+    /* Asked for explicitly: printed even with --quiet. */
+    if (r->o.stats) {
+        char causes[512];
+        trace_exit_causes(r->tr, causes, sizeof(causes));
+        fprintf(stderr, "vbts: exits: %s\n", causes);
+    }
     return status;
 }
 

@@ -25,7 +25,7 @@ static int choice(const char *arg, const char *const *names)
 enum { OPT_KVM = 256, OPT_VERSION_, OPT_NO_GUEST_BTS, OPT_SYMBOLS, OPT_TRACE_START,
        OPT_TRACE_STOP, OPT_MAX_BRANCHES, OPT_CPL, OPT_CR3, OPT_VERIFY_FLOW, OPT_STOP_AFTER,
        OPT_CPUS, OPT_INITRD, OPT_BUFFER_SIZE, OPT_BUFFER_LIMIT, OPT_OVERFLOW, OPT_LINGER, OPT_FORCE,
-       OPT_USER, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB, OPT_ENGINE, OPT_GDB_ARCH };
+       OPT_USER, OPT_GROUP, OPT_SANDBOX, OPT_NO_SECCOMP, OPT_GDB, OPT_ENGINE, OPT_GDB_ARCH, OPT_STATS };
 
 static const struct option longopts[] = {
     { "memory", required_argument, NULL, 'm' },
@@ -40,6 +40,7 @@ static const struct option longopts[] = {
     { "cpl", required_argument, NULL, OPT_CPL },
     { "cr3", required_argument, NULL, OPT_CR3 },
     { "verify-flow", no_argument, NULL, OPT_VERIFY_FLOW },
+    { "stats", no_argument, NULL, OPT_STATS },
     { "engine", required_argument, NULL, OPT_ENGINE },
     { "stop-after-trace", no_argument, NULL, OPT_STOP_AFTER },
     { "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
@@ -73,6 +74,7 @@ static int plain(struct vbts_options *o, int c, const char *arg)
     case OPT_TRACE_START: o->trace_start = arg; return 1;
     case OPT_TRACE_STOP: o->trace_stop = arg; return 1;
     case OPT_VERIFY_FLOW: o->verify_flow = true; return 1;
+    case OPT_STATS: o->stats = true; return 1;
     case OPT_STOP_AFTER: o->stop_after_trace = true; return 1;
     case OPT_USER: o->user = arg; return 1;
     case OPT_GROUP: o->group = arg; return 1;

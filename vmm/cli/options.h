@@ -31,6 +31,7 @@ struct vbts_options {
     bool cr3_start;             /* --cr3 start */
     uint64_t cr3;
     bool verify_flow;
+    bool stats;                 /* --stats: the engine's exits by cause */
     int engine;                 /* --engine: enum trace_engine, or -1 for the host's best */
     bool stop_after_trace;      /* end the run when the trace window closes */
     /* Every --trace DEST in order (trace is the first): files, unix:, tcp:. */

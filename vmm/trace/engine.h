@@ -56,6 +56,11 @@ struct leap_state {
     int ndr;
     uint64_t let_in_ns;         /* when a step last let interrupts in */
     uint64_t insns;             /* instructions run since */
+    struct stores host;         /* guest memory KVM writes at entries (kvm_x86_host_writes)... */
+    bool host_known;            /* ...read since the last WRMSR */
+    uint64_t ends[STRETCH_END_KINDS];   /* stops at a stretch's end, by what ended it */
+    uint64_t caught;            /* stops at a handler: an exception of the stretch */
+    uint64_t probes;            /* steps that let interrupts in */
 };
 
 /* kvm_pvm's (pvm.c, ustep.c). */

@@ -22,11 +22,13 @@
 #include "trace/engine.h"
 #include "trace/step.h"
 #include "trace/stretch.h"
+#include "trace/take.h"
 #include "trace/backend.h"
 #include "trace/window.h"
 #include "x86/arch.h"
 #include "x86/debug.h"
 #include "x86/deliver.h"
+#include "x86/kvm_x86.h"
 
 /* Interrupts wait at most this long for a step that lets them in (a busy CPU's latency). */
 #define LEAP_LET_IN_NS 1000000ull
@@ -49,6 +51,9 @@ static int lost(struct trace_vcpu *t, const char *what, uint64_t rip)
 /* The step engine takes the instruction at RIP: one single-step, interrupts let in if due. */
 static int step_one(struct trace_vcpu *t, bool let_in)
 {
+    t->leap.probes += let_in;
+    if (t->pred_valid && t->pred.mnemonic == ZYDIS_MNEMONIC_WRMSR)
+        t->leap.host_known = false;     /* it may move kvmclock's page, or steal time's */
     if (let_in || t->tr->be->steps_let_in) {
         t->leap.let_in_ns = clock_monotonic_ns();
         t->leap.insns = 0;
@@ -69,7 +74,7 @@ static int take_branches(struct trace_vcpu *t, const struct cpu_view *v)
         /* A debugger's breakpoint here, or its watchpoint anywhere, fires when the CPU runs the code. */
         if (debug_others_break_at(t->cpu, DEBUG_TRACE, p.from))
             break;
-        if (!stretch_take(v, &p, r))
+        if (!take_branch(v, &p, r))
             break;
         n++;
         if (r->rflags & RFLAGS_IF)
@@ -107,7 +112,8 @@ static int arm(struct trace_vcpu *t, int slots, uint64_t rip)
     const struct stretch *s = &t->leap.s;
     uint64_t want[DEBUG_MAX_BP];
     int n = 0;
-    want[n++] = s->end;
+    for (unsigned i = 0; i < s->nleaf; i++)
+        want[n++] = s->leaf[i].end;
     for (int i = 0; i < s->nh; i++)
         if (!has(want, n, s->handler[i]))
             want[n++] = s->handler[i];
@@ -127,6 +133,23 @@ static int arm(struct trace_vcpu *t, int slots, uint64_t rip)
     t->leap.ndr = n;
     t->leap.armed = true;
     return debug_set(t->cpu, DEBUG_TRACE, &w);
+}
+
+/* What KVM writes into guest memory at entries, as stores a stretch's reads must not see. */
+static int host_writes(struct trace_vcpu *t)
+{
+    struct kvm_x86_area a[KVM_X86_MAX_AREAS];
+    int n = kvm_x86_host_writes(t->cpu, a, KVM_X86_MAX_AREAS);
+    if (n < 0)
+        return -1;
+    t->leap.host.n = 0;
+    for (int i = 0; i < n; i++) {
+        t->leap.host.st[i].gpa = a[i].gpa;
+        t->leap.host.st[i].len = a[i].len;
+    }
+    t->leap.host.n = (unsigned)n;
+    t->leap.host_known = true;
+    return 0;
 }
 
 static bool let_in_due(const struct trace_vcpu *t, const struct cpu_view *v)
@@ -153,18 +176,36 @@ int leap_before_run(struct trace_vcpu *t)
     bool stop = t->tracing && c->have_stop;
     if (let_in_due(t, &v))
         return step_one(t, true);
-    if (!free || !t->pred_valid || t->pred.kind != VBTS_KIND_UNKNOWN ||
-        !stretch_plan(&v, DEBUG_MAX_BP - 1 - others, stop ? &c->stop : NULL, &t->leap.s))
+    /* Another vCPU could change a target the stretch read from memory, unseen. */
+    const struct stretch_opts o = { DEBUG_MAX_BP - 1 - others, stop ? &c->stop : NULL, t->cpu->vm->ncpus == 1,
+                                    &t->leap.host, true };
+    if (o.alone && !t->leap.host_known && host_writes(t) < 0)
+        return -1;
+    if (!free || !t->pred_valid || t->pred.kind != VBTS_KIND_UNKNOWN || !stretch_plan(&v, &o, &t->leap.s))
         return step_one(t, false);
     t->leap.flight = true;
     return arm(t, DEBUG_MAX_BP - others, cpu_linear_ip(v.regs, v.sregs));
 }
 
-static void emit_upto(struct trace_vcpu *t, unsigned nrec)
+/* The records of what ran before instruction i of the stretch (i == nins: none of a path's own; leaf: its end). */
+static void emit_before(struct trace_vcpu *t, unsigned i, int leaf)
 {
     const struct stretch *s = &t->leap.s;
-    for (unsigned i = 0; i < nrec && i < s->nrec; i++)
-        window_emit_branch(t, s->rec[i].from, s->rec[i].to, s->rec[i].kind, s->cpl);
+    unsigned common = i < s->nprefix ? s->recs_before[i] : s->nprefix_rec;
+    for (unsigned k = 0; k < common; k++)
+        window_emit_branch(t, s->rec[k].from, s->rec[k].to, s->rec[k].kind, s->cpl);
+    if (leaf < 0)
+        return;
+    const struct stretch_leaf *l = &s->leaf[leaf];
+    unsigned upto = i < l->last ? s->recs_before[i] : l->rec_last;
+    for (unsigned k = l->rec_first; k < upto && k < s->nrec; k++)
+        window_emit_branch(t, s->rec[k].from, s->rec[k].to, s->rec[k].kind, s->cpl);
+}
+
+/* The records of what ran before instruction i, on whichever path it lies. */
+static void emit_upto(struct trace_vcpu *t, unsigned i)
+{
+    emit_before(t, i, stretch_path_of(&t->leap.s, i));
 }
 
 /*
@@ -202,18 +243,17 @@ static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
         return trace_desync(t, "trace stopped at 0x%llx: the host delivered vector %d there, which that "
                             "instruction cannot raise (the vCPU is at 0x%llx)",
                             (unsigned long long)s->ins[idx], vector, (unsigned long long)s->handler[h]);
-    emit_upto(t, s->recs_before[idx]);
+    emit_upto(t, (unsigned)idx);
     window_emit_branch(t, s->ins[idx], s->handler[h], attrib_kind(VBTS_KIND_EXCEPTION, vector),
                        s->cpl);
     return 0;
 }
 
-/* False if RSP at the stretch's end is not what its instructions leave (where they say). */
-static bool sp_moved(const struct trace_vcpu *t, const struct cpu_view *v)
+/* False if RSP at the leaf is not what its path's instructions leave (where they say). */
+static bool sp_moved(const struct trace_vcpu *t, const struct cpu_view *v, const struct stretch_leaf *l)
 {
-    const struct stretch *s = &t->leap.s;
-    uint64_t want = t->before_regs.rsp + (uint64_t)s->sp_delta;
-    if (!s->sp_exact)
+    uint64_t want = t->before_regs.rsp + (uint64_t)l->sp_delta;
+    if (!l->sp_exact)
         return true;
     return cpu_stack_width(v->sregs) == 64 ? v->regs->rsp == want : (uint32_t)v->regs->rsp == (uint32_t)want;
 }
@@ -230,15 +270,20 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     while (h < t->leap.s.nh && t->leap.s.handler[h] != rip)
         h++;
     /* Slots may hold earlier stretches' breakpoints: the address says whose. */
-    if (hits && rip == t->leap.s.end && !sp_moved(t, &v)) {
+    const struct stretch *s = &t->leap.s;
+    int leaf = stretch_leaf_at(s, rip);
+    if (hits && leaf >= 0 && !sp_moved(t, &v, &s->leaf[leaf])) {
         r = lost(t, "the stack pointer is not where the stretch leaves it (an event nobody watched, "
                  "a double fault?)", rip);
-    } else if (hits && rip == t->leap.s.end) {
-        emit_upto(t, t->leap.s.nrec);
+    } else if (hits && leaf >= 0) {
+        const struct stretch_leaf *l = &s->leaf[leaf];
+        t->leap.ends[l->why]++;
+        emit_before(t, s->nins, leaf);
         if (v.regs->rflags & RFLAGS_IF)     /* a stretch never changes IF */
-            t->leap.insns += t->leap.s.nins;
+            t->leap.insns += s->nprefix + (l->last - l->first);
         r = 0;
     } else if (hits && h < t->leap.s.nh) {
+        t->leap.caught++;
         r = exception(t, &v, h);
     } else if (hits) {
         r = lost(t, "a breakpoint not the stretch's", rip);
@@ -257,7 +302,7 @@ void leap_flush_at(struct trace_vcpu *t, uint64_t at)
     t->leap.flight = false;
     int i = stretch_index(&t->leap.s, at);
     if (i >= 0)
-        emit_upto(t, t->leap.s.recs_before[i]);
+        emit_upto(t, (unsigned)i);
 }
 
 int leap_pause(struct trace_vcpu *t)
@@ -275,6 +320,7 @@ int leap_pause(struct trace_vcpu *t)
 
 void leap_flush(struct trace_vcpu *t)
 {
+    t->leap.host_known = false;     /* untraced, the guest may move them */
     struct cpu_view v;
     trace_view(t, &v);
     leap_flush_at(t, cpu_linear_ip(v.regs, v.sregs));

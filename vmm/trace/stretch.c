@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/stretch.h"
+#include "trace/known.h"
 #include "x86/deliver.h"
 
 #include <string.h>
@@ -44,6 +45,8 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
     case ZYDIS_MNEMONIC_XRSTORS64: case ZYDIS_MNEMONIC_FWAIT: case ZYDIS_MNEMONIC_EMMS:
     case ZYDIS_MNEMONIC_LDMXCSR: case ZYDIS_MNEMONIC_STMXCSR: case ZYDIS_MNEMONIC_VZEROUPPER:
     case ZYDIS_MNEMONIC_VZEROALL: case ZYDIS_MNEMONIC_FNINIT: case ZYDIS_MNEMONIC_SWAPGS:
+    /* A new FS or GS base: later addresses through it are not the ones the planner computes. */
+    case ZYDIS_MNEMONIC_WRFSBASE: case ZYDIS_MNEMONIC_WRGSBASE:
         return true;
     default:
         break;
@@ -68,255 +71,6 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
     return false;
 }
 
-/* The general register r is part of, as a bit of stretch.written: 0 if it is none. */
-static uint32_t gpr_bit(ZydisRegister r)
-{
-    if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
-        return 0;
-    int id = ZydisRegisterGetId(ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r));
-    return id >= 0 && id < 32 ? 1u << id : 0;
-}
-
-/* Does an instruction before this one in the stretch write r (any part of it)? */
-static bool written(const struct stretch *s, ZydisRegister r)
-{
-    return s->written & gpr_bit(r);
-}
-
-/*
- * Note the guest-physical bytes of [lo, hi) as written: a later
- * instruction of the stretch there was decoded before they changed.
- * False if they are too many to note (the stretch ends before the store).
- */
-static bool note_store(const struct cpu_view *v, uint64_t lo, uint64_t hi, struct stretch *s)
-{
-    struct gmem_paging pg;
-    cpu_paging(v->sregs, &pg);
-    if (hi - lo > 2 * 4096ull)
-        return false;
-    for (uint64_t at = lo; at < hi;) {
-        uint64_t end = (at | 0xfff) + 1, gpa;
-        if (end > hi)
-            end = hi;
-        /* Not mapped: the store faults there, on a watched handler, and writes nothing. */
-        if (gmem_translate(v->mem, &pg, at, &gpa) == GMEM_OK) {
-            if (s->nst == STRETCH_MAX_STORES)
-                return false;
-            s->st[s->nst].gpa = gpa;
-            s->st[s->nst++].len = end - at;
-        }
-        at = end;
-    }
-    return true;
-}
-
-static bool stored(const struct stretch *s, uint64_t gpa, uint64_t len)
-{
-    for (unsigned i = 0; i < s->nst; i++)
-        if (gpa < s->st[i].gpa + s->st[i].len && s->st[i].gpa < gpa + len)
-            return true;
-    return false;
-}
-
-/*
- * May the stretch's stores so far have written any byte of the
- * instruction at [lin, lin + len), or a paging entry that maps it?
- */
-static bool overwritten(const struct cpu_view *v, uint64_t lin, unsigned len, const struct stretch *s)
-{
-    if (!s->nst)
-        return false;
-    struct gmem_paging pg;
-    cpu_paging(v->sregs, &pg);
-    for (uint64_t at = lin; at < lin + len;) {
-        uint64_t end = (at | 0xfff) + 1, gpa;
-        struct gmem_access a;
-        if (end > lin + len)
-            end = lin + len;
-        if (gmem_walk(v->mem, &pg, at, &gpa, &a) != GMEM_OK || stored(s, gpa, end - at))
-            return true;
-        for (unsigned i = 0; i < a.nentry; i++)
-            if (stored(s, a.entry[i], 8))
-                return true;
-        at = end;
-    }
-    return false;
-}
-
-/* A REP STOS or MOVS stores RCX elements from RDI on, up or down by DF: how many bytes either way. */
-static bool rep_span(const struct cpu_view *v, const ZydisDecodedInstruction *in, const struct stretch *s,
-                     uint64_t elem, uint64_t *span)
-{
-    *span = 0;
-    uint64_t n;
-    if (!cpu_rep_count(v, in, &n))
-        return true;
-    if (written(s, ZYDIS_REGISTER_RCX) || n > 2 * 4096ull)
-        return false;
-    *span = n * elem;
-    return true;
-}
-
-/*
- * The instruction writes (or may write) into the IDT: the handlers watched for the rest
- * of the stretch were read from it before (a guest that sets a gate and
- * then faults through it).  Or into an APIC's page.  Or into more than
- * the stretch can note (note_store), which the instructions after it
- * are checked against.
- */
-static bool store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                       const ZydisDecodedOperand *ops, struct stretch *s)
-{
-    uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
-    /* Its operands as it computes them: its own RIP; registers the stretch wrote before it are not known. */
-    struct kvm_regs r = *v->regs;
-    struct cpu_view at = { v->mem, &r, v->sregs };
-    r.rip = lin - s->cs_base;
-    for (unsigned i = 0; i < in->operand_count; i++) {
-        uint64_t ea, slack = 0, n = ops[i].size / 8, span;
-        if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
-            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            continue;
-        if (written(s, ops[i].mem.index))
-            return true;
-        bool sp = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].mem.base) ==
-                  ZYDIS_REGISTER_RSP;
-        if (written(s, ops[i].mem.base)) {
-            if (!sp || s->sp_span == ~0ull)
-                return true;
-            slack = s->sp_span;
-        }
-        if (cpu_store_below_sp(&ops[i]))
-            slack += 2 * n;
-        if (!rep_span(v, in, s, n, &span))
-            return true;
-        slack += span;
-        if (cpu_operand_address(&at, in, &ops[i], &ea) < 0)
-            return true;
-        if (ea <= end + slack && ea + n + slack > base)
-            return true;
-        /* An APIC's register: an interrupt may be due at once (a self-IPI), which steps let in. */
-        if (cpu_lin_irqchip(&at, ea))
-            return true;
-        if (!note_store(v, ea - slack, ea + n + slack, s))
-            return true;
-    }
-    return false;
-}
-
-static bool is_sp(ZydisRegister r)
-{
-    return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) == ZYDIS_REGISTER_RSP;
-}
-
-/*
- * How the instruction moves RSP, if by what the stretch knows (sp_delta
- * from RSP at its start, v's); else sp_exact goes.  Registers it has not
- * written are v's.
- */
-static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
-                    struct stretch *s)
-{
-    bool hidden = false, visible = false;
-    int64_t slot = 0;
-    uint64_t val;
-    for (unsigned i = 0; i < in->operand_count; i++) {
-        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-            is_sp(ops[i].mem.base))
-            slot = ops[i].size / 8;
-        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !is_sp(ops[i].reg.value) ||
-            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            continue;
-        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN)
-            hidden = true;
-        else
-            visible = true;
-    }
-    if ((!hidden && !visible) || !s->sp_exact)
-        return;
-    switch (in->mnemonic) {
-    case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_PUSHF:
-    case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
-        if (!visible && slot) {
-            s->sp_delta -= slot;
-            return;
-        }
-        break;
-    case ZYDIS_MNEMONIC_POP:
-        if (!visible && slot) {
-            s->sp_delta += slot;
-            return;
-        }
-        break;
-    case ZYDIS_MNEMONIC_ADD: case ZYDIS_MNEMONIC_SUB:
-        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && is_sp(ops[0].reg.value) && ops[0].size >= 32 &&
-            ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-            s->sp_delta += in->mnemonic == ZYDIS_MNEMONIC_ADD ? ops[1].imm.value.s : -ops[1].imm.value.s;
-            return;
-        }
-        break;
-    case ZYDIS_MNEMONIC_MOV:
-        if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-            !written(s, ops[1].reg.value) && cpu_register(v->regs, ops[1].reg.value, &val) == 0) {
-            s->sp_delta = (int64_t)(val - v->regs->rsp);
-            return;
-        }
-        break;
-    case ZYDIS_MNEMONIC_AND:
-        if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-            s->sp_delta = (int64_t)(((v->regs->rsp + (uint64_t)s->sp_delta) & ops[1].imm.value.u) - v->regs->rsp);
-            return;
-        }
-        break;
-    case ZYDIS_MNEMONIC_LEAVE:
-        if (in->operand_width == 64 && !written(s, ZYDIS_REGISTER_RBP)) {
-            s->sp_delta = (int64_t)(v->regs->rbp + 8 - v->regs->rsp);
-            return;
-        }
-        break;
-    case ZYDIS_MNEMONIC_LEA:
-        if (is_sp(ops[0].reg.value) && ops[0].size >= 32 && is_sp(ops[1].mem.base) &&
-            ops[1].mem.index == ZYDIS_REGISTER_NONE) {
-            s->sp_delta += ops[1].mem.disp.value;
-            return;
-        }
-        break;
-    default:
-        break;
-    }
-    s->sp_exact = false;
-}
-
-/* What the instruction, now in the stretch, leaves unknown to the ones after it. */
-static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
-                        struct stretch *s)
-{
-    note_sp(v, in, ops, s);
-    for (unsigned i = 0; i < in->operand_count; i++) {
-        ZydisRegister r = ops[i].reg.value;
-        uint32_t bit = ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_bit(r) : 0;
-        if (!bit || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            continue;
-        s->written |= bit;
-        if (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) != ZYDIS_REGISTER_RSP ||
-            s->sp_span == ~0ull)
-            continue;
-        /* A push, pop, call moves it by its width: where it points stays within reach. */
-        switch (in->mnemonic) {
-        case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_CALL:
-        case ZYDIS_MNEMONIC_PUSHF: case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
-        case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD: case ZYDIS_MNEMONIC_POPFQ:
-            if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN) {
-                s->sp_span += 8;
-                break;
-            }
-            /* fall through */
-        default:
-            s->sp_span = ~0ull;
-        }
-    }
-}
-
 /*
  * The exceptions an instruction that is not cut can raise, a bit per
  * vector (x86/fault.c): #PF, #GP and #SS from memory accesses, #DE from a
@@ -327,9 +81,24 @@ static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction 
 static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                        const ZydisDecodedOperand *ops, struct stretch *s)
 {
-    if (cuts(in, ops) || store_cuts(v, lin, in, ops, s))
+    if (cuts(in, ops)) {
+        s->why = STRETCH_END_CUT;
         return STRETCH_CUT;
-    return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
+    }
+    if (known_store_cuts(v, lin, in, ops, s)) {
+        s->why = STRETCH_END_STORE;
+        return STRETCH_CUT;
+    }
+    /* An access that cannot fault is no operand to raise anything. */
+    uint32_t safe = known_safe_accesses(v, lin, in, ops, s);
+    if (!safe)
+        return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
+    ZydisDecodedOperand left[ZYDIS_MAX_OPERAND_COUNT];
+    memcpy(left, ops, sizeof(left));
+    for (unsigned i = 0; i < in->operand_count; i++)
+        if (safe & (1u << i))
+            left[i].type = ZYDIS_OPERAND_TYPE_UNUSED;
+    return fault_may_raise(v, lin, in, left) & ~(1u << 8);
 }
 
 int stretch_index(const struct stretch *s, uint64_t lin)
@@ -389,7 +158,7 @@ static bool watch(const struct cpu_view *v, uint32_t m, int max, struct stretch 
     return true;
 }
 
-/* Add the instruction at lin if it fits; false: the stretch ends before it. */
+/* Add the instruction at lin if it fits; false: the stretch ends before it, s->why says why. */
 static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64_t *stop,
                    struct stretch *s, uint64_t *next)
 {
@@ -397,30 +166,44 @@ static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     struct branch_pred p;
     const char *why;
-    if (s->nins == STRETCH_MAX_INSNS || (stop && lin == *stop) || stretch_index(s, lin) >= 0 ||
-        cpu_decode(v, lin, &in, ops, &why) < 0 || branch_predict_at(v, lin, &p, &why) < 0)
+    s->why = STRETCH_END_LIMIT;
+    if (s->nins == STRETCH_MAX_INSNS || (stop && lin == *stop))
         return false;
-    /* A branch to start with is the caller's to take; others are followed if direct. */
-    if (p.kind != VBTS_KIND_UNKNOWN &&
-        (s->nins == 0 || !((p.kind == VBTS_KIND_JMP || p.kind == VBTS_KIND_CALL) && p.target_known)))
+    s->why = STRETCH_END_LOOP;
+    if (stretch_index(s, lin) >= 0 || (s->avoid && (stretch_index(s->avoid, lin) >= 0 || lin == s->avoid->end)))
         return false;
+    s->why = STRETCH_END_CUT;
+    if (cpu_decode(v, lin, &in, ops, &why) < 0 || branch_predict_at(v, lin, &p, &why) < 0)
+        return false;
+    /* The conditional branch a fork starts at runs on the CPU: which way it goes, the leaf says. */
+    if (lin == s->fork_at && p.kind == VBTS_KIND_JCC)
+        p.kind = VBTS_KIND_UNKNOWN;
+    /* A branch to start with is the caller's to take; others are followed where their targets are known. */
+    int ends = s->nins == 0 && p.kind != VBTS_KIND_UNKNOWN ? STRETCH_END_CUT : known_branch_ends(v, lin, &in, ops, &p, s);
+    if (ends >= 0) {
+        s->why = (enum stretch_end)ends;
+        return false;
+    }
     /* Code an earlier store of the stretch may have changed (through any mapping) runs decoded afresh. */
-    if (overwritten(v, lin, in.length, s))
+    s->why = STRETCH_END_LIMIT;
+    if (stores_hit(&s->st, 0, v, lin, in.length))
         return false;
     int nh = s->nh;
-    unsigned nst = s->nst;
+    unsigned nst = s->st.n;
     uint32_t m = raises(v, lin, &in, ops, s);
     uint32_t vectors[STRETCH_MAX_HANDLERS];
     memcpy(vectors, s->vectors, sizeof(vectors));
     if (m == STRETCH_CUT || !watch(v, m, max, s)) {
+        if (m != STRETCH_CUT)
+            s->why = STRETCH_END_HANDLERS;
         s->nh = nh;
-        s->nst = nst;
+        s->st.n = nst;
         memcpy(s->vectors, vectors, sizeof(vectors));
         return false;
     }
     s->ins[s->nins] = lin;
     s->recs_before[s->nins++] = (uint8_t)s->nrec;
-    note_writes(v, &in, ops, s);
+    known_note(v, lin, &in, ops, s);
     if (p.kind != VBTS_KIND_UNKNOWN) {
         s->rec[s->nrec++] = (struct stretch_rec){ lin, p.target, p.kind };
         *next = p.target;
@@ -471,11 +254,118 @@ static void watch_df(const struct cpu_view *v, int max, struct stretch *s)
     memcpy(s->vectors, vectors, sizeof(vectors));
 }
 
-bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *stop, struct stretch *out)
+/* Extend s from `from` as far as it goes, to `limit` instructions at most; its end then. */
+static void run(const struct cpu_view *v, int max, const uint64_t *stop, unsigned limit, uint64_t from,
+                struct stretch *s)
+{
+    uint64_t next = from;
+    while (s->nins < limit && extend(v, next, max, stop, s, &next))
+        ;
+    if (s->nins == limit && limit < STRETCH_MAX_INSNS)
+        s->why = STRETCH_END_LOOP;      /* cut short: it ended at code it runs twice, or a handler's */
+    s->end = next;
+}
+
+/* One path from the fork at s (common part: ins[0, base)), cut short while its leaf lies on the way of another. */
+static bool path(const struct cpu_view *v, int max, const uint64_t *stop, unsigned base, unsigned limit, uint64_t from,
+                 const struct stretch *s, struct stretch *out)
+{
+    for (;;) {
+        *out = *s;
+        run(v, max, stop, limit, from, out);
+        /* Its leaf on the way of the common part, or of the other path: cut one short, so that it is not. */
+        if (stretch_index(s, out->end) < 0 && stretch_index(out, out->end) < 0 &&
+            !(out->avoid && (stretch_index(out->avoid, out->end) >= 0 || out->end == out->avoid->end)))
+            return true;
+        if (out->nins == base)
+            return false;
+        limit = out->nins - 1;
+    }
+}
+
+static void leaf_of(const struct stretch *p, unsigned first, unsigned rec_first, struct stretch_leaf *l)
+{
+    *l = (struct stretch_leaf){ p->end, first, p->nins, rec_first, p->nrec, p->sp_exact, p->sp_delta, p->why };
+}
+
+/*
+ * At the conditional branch that ends it, the stretch may go on along
+ * both ways, each to a leaf of its own: the breakpoint that fires names
+ * the way the CPU went.  That holds while no leaf, and no handler, lies
+ * on the way to another (nor on the common part), and no instruction is
+ * on both (an exception's frame names one path).  Each path gets half of
+ * what instructions are left, and the handler slots the second leaf leaves.
+ */
+static void fork_paths(const struct cpu_view *v, int max, const uint64_t *stop, struct stretch *out)
+{
+    static __thread struct stretch t, a, b;
+    struct branch_pred p;
+    const char *why;
+    uint64_t j = out->end, next;
+    if (out->why != STRETCH_END_JCC || out->nh > max - 1 || out->nins + 3 > STRETCH_MAX_INSNS ||
+        branch_predict_at(v, j, &p, &why) < 0 || p.kind != VBTS_KIND_JCC || !p.target_known)
+        return;
+    /* A target the CPU refuses (#GP at the branch) is left to it. */
+    uint64_t ip = p.target - out->cs_base;
+    if (cpu_mode(v->sregs) == MODE_LONG64 ? !cpu_canonical(v->sregs, ip) : ip > v->sregs->cs.limit)
+        return;
+    t = *out;
+    t.fork_at = j;
+    if (!extend(v, j, max - 1, stop, &t, &next))
+        return;
+    unsigned base = t.nins, share = (STRETCH_MAX_INSNS - base) / 2;
+    /* Taken: the branch's record first. */
+    t.rec[t.nrec++] = (struct stretch_rec){ j, p.target, VBTS_KIND_JCC };
+    if (!path(v, max - 1, stop, base, base + share, p.target, &t, &a))
+        return;
+    t.nrec--;
+    t.avoid = &a;
+    t.nh = a.nh;
+    memcpy(t.handler, a.handler, sizeof(t.handler));
+    memcpy(t.vectors, a.vectors, sizeof(t.vectors));
+    t.st = a.st;
+    if (!path(v, max - 1, stop, base, base + share, next, &t, &b) || a.end == b.end)
+        return;
+    /* The fork: the common part, then a's own instructions and records, then b's. */
+    struct stretch *f = &t;
+    *f = b;
+    unsigned na = a.nins - base, nb = b.nins - base;
+    unsigned nrp = out->nrec;   /* the common records (the prefix's; the fork's is a's) */
+    memcpy(&f->ins[base], &a.ins[base], na * sizeof(f->ins[0]));
+    memcpy(&f->recs_before[base], &a.recs_before[base], na);
+    memcpy(&f->rec[nrp], &a.rec[nrp], (a.nrec - nrp) * sizeof(f->rec[0]));
+    memcpy(&f->ins[base + na], &b.ins[base], nb * sizeof(f->ins[0]));
+    for (unsigned i = 0; i < nb; i++)
+        f->recs_before[base + na + i] = (uint8_t)(b.recs_before[base + i] + (a.nrec - nrp));
+    memcpy(&f->rec[a.nrec], &b.rec[nrp], (b.nrec - nrp) * sizeof(f->rec[0]));
+    f->nins = base + na + nb;
+    f->nrec = a.nrec + (b.nrec - nrp);
+    f->nprefix = base;
+    f->nprefix_rec = nrp;
+    f->nleaf = 2;
+    leaf_of(&a, base, nrp, &f->leaf[0]);
+    leaf_of(&b, base, nrp, &f->leaf[1]);
+    f->leaf[1].first = base + na;
+    f->leaf[1].last = base + na + nb;
+    f->leaf[1].rec_first = a.nrec;
+    f->leaf[1].rec_last = f->nrec;
+    /* No handler on any path, nor at a leaf (a breakpoint there fires on arrival). */
+    for (int i = 0; i < f->nh; i++)
+        if (stretch_index(f, f->handler[i]) >= 0 || f->handler[i] == a.end || f->handler[i] == b.end)
+            return;
+    f->end = a.end;
+    f->sp_exact = a.sp_exact;
+    f->sp_delta = a.sp_delta;
+    f->why = a.why;
+    f->fork_at = 0;
+    f->avoid = NULL;
+    *out = *f;
+}
+
+bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out)
 {
     uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
-    if (max_handlers > STRETCH_MAX_HANDLERS)
-        max_handlers = STRETCH_MAX_HANDLERS;
+    int max_handlers = o->max_handlers > STRETCH_MAX_HANDLERS ? STRETCH_MAX_HANDLERS : o->max_handlers;
     /* User mode: #AC, and hosts whose breakpoints do not fire there.  The guest's own TF. */
     if (cpu_cpl(v->sregs) == 3 || (v->regs->rflags & RFLAGS_TF))
         return false;
@@ -483,95 +373,45 @@ bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *st
     for (;;) {
         memset(out, 0, sizeof(*out));
         out->sp_exact = true;
+        out->alone = o->alone;
+        if (o->host)
+            out->st = *o->host;
+        out->nseed = out->st.n;
         out->cpl = cpu_cpl(v->sregs);
         out->cs_base = cpu_code_base(v->sregs);
-        uint64_t next = lin;
-        while (out->nins < limit && extend(v, next, max_handlers, stop, out, &next))
-            ;
+        run(v, max_handlers, o->stop, limit, lin, out);
         if (out->nins == 0)
             return false;
-        out->end = next;
         int cut = conflict(out);
+        if (cut < 0)
+            return false;
         if (cut == 0)
-            watch_df(v, max_handlers, out);
-        if (cut <= 0)
-            return cut == 0;
+            break;
         limit = (unsigned)cut;
     }
-}
-
-/* Width-masked stack pointer arithmetic, as the CPU does it in this mode. */
-static uint64_t sp_add(const struct kvm_sregs *sr, uint64_t sp, int64_t d)
-{
-    uint64_t r = sp + (uint64_t)d;
-    return cpu_stack_width(sr) == 64 ? r : (uint32_t)r;
-}
-
-/* The accessed (and dirty) bits the CPU sets for an access it made, a page at a time. */
-static bool mark(const struct cpu_view *v, uint64_t lin, unsigned len, bool write, uint64_t *gpa)
-{
-    struct gmem_paging pg;
-    cpu_paging(v->sregs, &pg);
-    if ((lin & 0xfff) + len > 0x1000)
-        return false;   /* across a page: left to the CPU */
-    return gmem_walk_mark(v->mem, &pg, lin, write, gpa) == GMEM_OK &&
-           gmem_contains(v->mem, *gpa, len);
-}
-
-bool stretch_take(const struct cpu_view *v, const struct branch_pred *p, struct kvm_regs *r)
-{
-    const struct kvm_sregs *sr = v->sregs;
-    enum cpu_mode mode = cpu_mode(sr);
-    switch (p->kind) {
-    case VBTS_KIND_JCC: case VBTS_KIND_JMP: case VBTS_KIND_JMP_IND:
-    case VBTS_KIND_CALL: case VBTS_KIND_CALL_IND: case VBTS_KIND_RET:
-        break;
-    default:
-        return false;
-    }
-    if ((p->taken && !p->target_known) || (r->rflags & RFLAGS_TF) || (sr->cr4 & CR4_CET) ||
-        (mode != MODE_LONG64 && mode != MODE_PROT32 && mode != MODE_COMPAT32))
-        return false;
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    struct delivery d;
-    const char *why;
-    uint64_t gpa;
-    if (cpu_decode(v, p->from, &in, ops, &why) < 0 || in.mnemonic == ZYDIS_MNEMONIC_LOOP ||
-        in.mnemonic == ZYDIS_MNEMONIC_LOOPE || in.mnemonic == ZYDIS_MNEMONIC_LOOPNE ||
-        fault_predict(v, &in, ops, &d) != FAULT_NONE || !mark(v, p->from, in.length, false, &gpa))
-        return false;
-    unsigned w = cpu_stack_width(sr) / 8;
-    uint64_t cs_base = cpu_code_base(sr), ss_base = cpu_stack_base(sr);
-    if ((p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_CALL_IND || p->kind == VBTS_KIND_RET) &&
-        in.operand_width != w * 8)
-        return false;
-    /* A target outside the code segment (non-canonical in 64-bit mode) is a #GP at the branch. */
-    uint64_t ip = p->taken ? p->target - cs_base : 0;
-    if (mode == MODE_LONG64 ? !cpu_canonical(sr, ip) : ip > sr->cs.limit)
-        return false;
-    for (unsigned i = 0; i < in.operand_count_visible; i++) {
-        uint64_t ea;
-        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM &&
-            (cpu_operand_address(v, &in, &ops[i], &ea) < 0 || !mark(v, ea, in.operand_width / 8, false, &gpa)))
-            return false;
-    }
-    uint64_t sp = r->rsp, ret = p->from + p->len - cs_base;
-    if (p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_CALL_IND) {
-        sp = sp_add(sr, sp, -(int64_t)w);
-        if (!mark(v, ss_base + sp, w, true, &gpa))
-            return false;
-        memcpy(gmem_ptr(v->mem, gpa, w), &ret, w);
-    } else if (p->kind == VBTS_KIND_RET) {
-        uint64_t imm = in.operand_count_visible && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE
-                       ? ops[0].imm.value.u : 0;
-        if (!mark(v, ss_base + sp, w, false, &gpa))
-            return false;
-        sp = sp_add(sr, sp, (int64_t)(w + imm));
-    }
-    r->rsp = sp;
-    r->rip = (p->taken ? p->target : p->from + p->len) - cs_base;
-    if (mode != MODE_LONG64)
-        r->rip = (uint32_t)r->rip;
+    out->nprefix = out->nins;
+    out->nprefix_rec = out->nrec;
+    out->nleaf = 1;
+    leaf_of(out, out->nins, out->nrec, &out->leaf[0]);
+    if (o->fork)
+        fork_paths(v, max_handlers, o->stop, out);
+    if (out->nleaf == 1)
+        watch_df(v, max_handlers, out);
     return true;
+}
+
+int stretch_leaf_at(const struct stretch *s, uint64_t lin)
+{
+    for (unsigned i = 0; i < s->nleaf; i++)
+        if (s->leaf[i].end == lin)
+            return (int)i;
+    return -1;
+}
+
+int stretch_path_of(const struct stretch *s, unsigned i)
+{
+    for (unsigned l = 0; l < s->nleaf && i >= s->nprefix; l++)
+        if (i >= s->leaf[l].first && i < s->leaf[l].last)
+            return (int)l;
+    return -1;
 }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Stretches for the branch engine (trace/leap.c): from the vCPU's RIP,
- * the straight-line code and direct jumps and calls whose records are
- * known before they run, up to the first instruction whose outcome is
- * not (a conditional or indirect branch, a return, an instruction that
- * changes mode or privilege).  A stretch runs under hardware breakpoints:
+ * the straight-line code, direct jumps and calls, and the returns and
+ * indirect branches whose targets are known before they run, up to the
+ * first instruction whose outcome is not (a conditional branch, a target
+ * the stretch itself may change, an instruction that changes mode or
+ * privilege).  A stretch runs under hardware breakpoints:
  * one on its end, one on the IDT handler of each exception its
- * instructions can raise.  And the near branch the vCPU stands at, taken
- * in software.  Pure functions of a register snapshot and guest memory.
+ * instructions can raise.  Pure functions of a register snapshot and
+ * guest memory (trace/known.h: what the planner knows on the way).
  */
 #ifndef VBTS_TRACE_STRETCH_H
 #define VBTS_TRACE_STRETCH_H
@@ -16,18 +17,62 @@
 #include <stdint.h>
 
 #include "trace/branch.h"
+#include "trace/stores.h"
 #include "x86/cpu.h"
 
 /* Instructions on one stretch: the bound that keeps `jmp $` from spinning the planner. */
 #define STRETCH_MAX_INSNS 128
 /* Handler breakpoints beside the end's: DR0-3 less one. */
 #define STRETCH_MAX_HANDLERS 3
-/* Guest-physical ranges its stores may write: a stretch with more ends before the next store. */
-#define STRETCH_MAX_STORES 16
+/* Return addresses its calls pushed, known to its returns. */
+#define STRETCH_MAX_CALLS 8
+/* How a stretch is planned. */
+struct stretch_opts {
+    int max_handlers;           /* handler breakpoints it may have */
+    const uint64_t *stop;       /* it ends there at the latest (the window's stop trigger), or NULL */
+    /*
+     * Only this vCPU, and the host at its entries, write guest memory while
+     * it runs (no other vCPU): targets may be read from memory.  Where
+     * another may write them, a path that went elsewhere could reach its
+     * end unseen.
+     */
+    bool alone;
+    const struct stores *host; /* ...what the host writes at entries (kvmclock, steal time), or NULL */
+    bool fork;                  /* it may fork at a conditional branch (STRETCH_MAX_LEAVES) */
+};
+
+/* What ended a stretch: the exit it costs, by cause (`vbts --stats`). */
+enum stretch_end {
+    STRETCH_END_JCC,            /* a conditional branch */
+    STRETCH_END_RET,            /* a return whose slot it may write, or memory another may */
+    STRETCH_END_INDIRECT,       /* an indirect jmp or call, the same */
+    STRETCH_END_CUT,            /* an instruction it does not run (mode, I/O, INT n, ...) */
+    STRETCH_END_STORE,          /* a store it cannot bound, or into the IDT or an APIC */
+    STRETCH_END_HANDLERS,       /* an exception with no breakpoint slot left, or a delivery that faults */
+    STRETCH_END_LOOP,           /* code it ran already: a breakpoint there would fire early */
+    STRETCH_END_LIMIT,          /* its length, the window's stop, code it may have written */
+    STRETCH_END_KINDS
+};
 
 struct stretch_rec {
     uint64_t from, to;
     uint8_t kind;
+};
+
+/* Paths a stretch may fork into at a conditional branch: one leaf each, under its own breakpoint. */
+#define STRETCH_MAX_LEAVES 2
+
+/*
+ * One path's end.  Its instructions are ins[first, last) after the common
+ * ones (ins[0, nprefix)), its records rec[rec_first, rec_last) after the
+ * common ones (the taken path's first: the conditional branch's).
+ */
+struct stretch_leaf {
+    uint64_t end;                           /* its breakpoint */
+    unsigned first, last, rec_first, rec_last;
+    bool sp_exact;                          /* RSP there: RSP at the start plus sp_delta */
+    int64_t sp_delta;
+    enum stretch_end why;                   /* what ends it */
 };
 
 struct stretch {
@@ -37,6 +82,11 @@ struct stretch {
     unsigned nrec;
     struct stretch_rec rec[STRETCH_MAX_INSNS];
     uint64_t end;                           /* the instruction after the last: its breakpoint */
+    unsigned nleaf;                         /* its paths' ends (1: no fork; end, sp_*, why are leaf[0]'s) */
+    struct stretch_leaf leaf[STRETCH_MAX_LEAVES];
+    unsigned nprefix, nprefix_rec;          /* instructions and records common to every path */
+    uint64_t fork_at;                       /* planning: the conditional branch it forks at (0: none) */
+    const struct stretch *avoid;            /* planning: a path this one must not run into */
     int cpl;
     uint64_t cs_base;                       /* an exception frame's return address is CS-relative */
     int nh;
@@ -48,30 +98,30 @@ struct stretch {
     int64_t sp_delta;                       /* an event nobody watched moves it (leap.c checks) */
     uint32_t dry;                           /* vectors whose delivery was checked, and at which sp_delta: */
     int64_t dry_delta[32];                  /* the frame goes where RSP is when one is raised */
-    unsigned nst;
-    struct { uint64_t gpa, len; } st[STRETCH_MAX_STORES];  /* what its stores may write: no code of its own */
+    struct stores st;                       /* what its stores may write: no code of its own */
+    unsigned ncall;                         /* its calls' pushes: the slot (at sp_delta), what went */
+    struct { int64_t sp_delta; uint64_t ret; unsigned nst; } call[STRETCH_MAX_CALLS];  /* there, st.n then */
+    bool alone;                             /* stretch_opts.alone */
+    bool ac_changed;                        /* a STAC or CLAC: SMAP's verdicts from RFLAGS.AC no longer hold */
+    unsigned nseed;                         /* st's first ranges: what the host writes */
+    enum stretch_end why;                   /* what it ends at */
 };
 
 /*
- * Plan the stretch that starts at the vCPU's RIP, with at most
- * max_handlers handler breakpoints and ending at *stop at the latest
- * (the window's stop trigger; NULL: none).  False: the instruction at RIP
- * cannot start one (it changes mode, cannot be decoded, needs an
+ * Plan the stretch that starts at the vCPU's RIP.  False: the instruction
+ * at RIP cannot start one (it changes mode, cannot be decoded, needs an
  * exception no breakpoint can watch, or the stretch would come back to
  * it) and is single-stepped instead.
  */
-bool stretch_plan(const struct cpu_view *v, int max_handlers, const uint64_t *stop, struct stretch *out);
-
-/*
- * The instruction at RIP is the near branch p (jcc, jmp, call, ret, direct
- * or indirect) and cannot fault: take it in software on r, pushing or
- * popping the return address in guest memory with the accessed and dirty
- * bits the CPU sets.  v sees the registers before it (r may be v->regs).
- * False, with nothing changed, for anything else: it runs on the vCPU.
- */
-bool stretch_take(const struct cpu_view *v, const struct branch_pred *p, struct kvm_regs *r);
+bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out);
 
 /* Where `lin` lies on the stretch: its index, or -1. */
 int stretch_index(const struct stretch *s, uint64_t lin);
+
+/* The leaf whose end is `lin`, or -1. */
+int stretch_leaf_at(const struct stretch *s, uint64_t lin);
+
+/* The path instruction i lies on: its leaf, or -1 for the common ones (i below nprefix). */
+int stretch_path_of(const struct stretch *s, unsigned i);
 
 #endif

@@ -2,6 +2,7 @@
 /* The trace engine wired to a VM: hooks, exits and notifications it registers. */
 #include "trace/trace.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +193,7 @@ static int on_any_exit(struct vcpu *cpu, void *ctx)
          * stretch's last one, the vCPU stands at the end, whose breakpoint
          * fires when it resumes there (the emulator leaves RF clear).
          */
-        if (reason == KVM_EXIT_MMIO && rip == t->leap.s.end)
+        if (reason == KVM_EXIT_MMIO && stretch_leaf_at(&t->leap.s, rip) >= 0)
             return 0;
         return trace_desync(t, "trace incomplete: vCPU %d stopped at 0x%llx (%s exit), where the "
                             "stretch it ran from 0x%llx to 0x%llx does not go", cpu->index,
@@ -406,6 +407,30 @@ void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *exits)
             *branches += sink_branches(t->sink, i);
         *exits += t->cpu[i].steps + t->cpu[i].leap.stops;
     }
+}
+
+void trace_exit_causes(const struct trace *t, char *buf, size_t len)
+{
+    static const char *const name[STRETCH_END_KINDS] = {
+        [STRETCH_END_JCC] = "jcc", [STRETCH_END_RET] = "ret", [STRETCH_END_INDIRECT] = "indirect",
+        [STRETCH_END_CUT] = "cut", [STRETCH_END_STORE] = "store", [STRETCH_END_HANDLERS] = "handlers",
+        [STRETCH_END_LOOP] = "loop", [STRETCH_END_LIMIT] = "limit",
+    };
+    uint64_t ends[STRETCH_END_KINDS] = { 0 }, caught = 0, probes = 0, steps = 0;
+    for (int i = 0; i < t->vm->ncpus; i++) {
+        for (int k = 0; k < STRETCH_END_KINDS; k++)
+            ends[k] += t->cpu[i].leap.ends[k];
+        caught += t->cpu[i].leap.caught;
+        probes += t->cpu[i].leap.probes;
+        steps += t->cpu[i].steps;
+    }
+    size_t n = 0;
+    buf[0] = 0;
+    for (int k = 0; k < STRETCH_END_KINDS && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%" PRIu64 " %s, ", ends[k], name[k]);
+    if (n < len)
+        snprintf(buf + n, len - n, "%" PRIu64 " exception, %" PRIu64 " probe, %" PRIu64 " step", caught,
+                 probes < steps ? probes : steps, steps - (probes < steps ? probes : steps));
 }
 
 void trace_free(struct trace *t)

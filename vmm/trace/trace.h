@@ -9,6 +9,7 @@
 #define VBTS_TRACE_TRACE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -110,6 +111,12 @@ const char *trace_start_unreachable(const struct trace *t);
 void trace_set_sink(struct trace *t, struct sink *s);
 /* Branch records written and the engine's exits (steps and stretches), all vCPUs. */
 void trace_totals(const struct trace *t, uint64_t *branches, uint64_t *exits);
+/*
+ * The same exits by cause, all vCPUs, as "N jcc, N ret, ..., N step":
+ * the stretches' ends by what ended them (trace/stretch.h), exceptions
+ * caught at their handlers, steps that let interrupts in, other steps.
+ */
+void trace_exit_causes(const struct trace *t, char *buf, size_t len);
 void trace_free(struct trace *t);
 
 #endif

@@ -347,31 +347,27 @@ int cpu_idt_gate_ist(const struct cpu_view *v, unsigned vector)
 
 int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val)
 {
-    static const ZydisRegister gpr64[16] = {
-        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
-        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
-        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
-        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
-    };
+    /* Zydis numbers the general registers in encoding order: RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8... */
     const uint64_t v[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
                              r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
-    for (int i = 0; i < 16; i++) {
-        if (reg == gpr64[i]) {
-            *val = v[i];
-            return 0;
-        }
-        if (reg == ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, (ZyanU8)i)) {
-            *val = (uint32_t)v[i];
-            return 0;
-        }
-        if (reg == ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, (ZyanU8)i)) {
-            *val = (uint16_t)v[i];
-            return 0;
-        }
-        if (i < 4 && reg == ZydisRegisterEncode(ZYDIS_REGCLASS_GPR8, (ZyanU8)i)) {
-            *val = (uint8_t)v[i];
-            return 0;
-        }
+    int id = ZydisRegisterGetId(reg);
+    switch (ZydisRegisterGetClass(reg)) {
+    case ZYDIS_REGCLASS_GPR64:
+        *val = v[id & 15];
+        return 0;
+    case ZYDIS_REGCLASS_GPR32:
+        *val = (uint32_t)v[id & 15];
+        return 0;
+    case ZYDIS_REGCLASS_GPR16:
+        *val = (uint16_t)v[id & 15];
+        return 0;
+    case ZYDIS_REGCLASS_GPR8:
+        if (id < 0 || id >= 4)
+            return -1;  /* AH..BH, SPL.. and R8B..: not asked for */
+        *val = (uint8_t)v[id];
+        return 0;
+    default:
+        break;
     }
     switch (reg) {
     case ZYDIS_REGISTER_RIP: *val = r->rip; return 0;

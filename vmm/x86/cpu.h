@@ -39,7 +39,9 @@ enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG6
 #define EFER_LMA  (1ull << 10)
 #define CR0_PG    (1ull << 31)
 #define CR4_LA57  (1ull << 12)
+#define CR4_PKE   (1ull << 22)
 #define CR4_CET   (1ull << 23)
+#define CR4_PKS   (1ull << 24)
 #define MSR_STAR  0xc0000081u
 #define MSR_LSTAR 0xc0000082u
 #define MSR_CSTAR 0xc0000083u
@@ -59,6 +61,12 @@ uint64_t cpu_stack_top(const struct kvm_regs *r, const struct kvm_sregs *s);
 /* TF set or cleared in the RFLAGS image a PUSHF left at SS:RSP (guest memory): 0, or -1 if unreachable. */
 int cpu_pushed_tf(const struct cpu_view *v, bool tf);
 unsigned cpu_stack_width(const struct kvm_sregs *s);
+/* Stack pointer arithmetic masked to the width this mode uses. */
+static inline uint64_t cpu_sp_add(const struct kvm_sregs *s, uint64_t sp, int64_t d)
+{
+    uint64_t r = sp + (uint64_t)d;
+    return cpu_stack_width(s) == 64 ? r : (uint32_t)r;
+}
 static inline int cpu_cpl(const struct kvm_sregs *s)
 {
     return (s->cr0 & 1) ? (s->cs.selector & 3) : 0;

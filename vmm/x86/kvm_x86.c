@@ -8,6 +8,7 @@
 #include <linux/kvm.h>
 #include <linux/kvm_para.h>
 
+#include "core/error.h"
 #include "core/kvm.h"
 #include "core/vm.h"
 #include "x86/arch.h"
@@ -285,4 +286,28 @@ int kvm_x86_enter_long64(struct vcpu *cpu, const struct kvm_x86_long64 *e)
     if (ioctl(cpu->fd, KVM_SET_REGS, &regs) < 0)
         return error_fail_errno("KVM_SET_REGS");
     return 0;
+}
+
+int kvm_x86_host_writes(struct vcpu *cpu, struct kvm_x86_area *a, int max)
+{
+    /* Each MSR: bit 0 enables it; the rest, masked, is the area's address. */
+    static const struct { uint32_t msr; uint64_t mask, len; } pv[KVM_X86_MAX_AREAS] = {
+        { MSR_KVM_SYSTEM_TIME_NEW, ~1ull, 32 }, { MSR_KVM_SYSTEM_TIME, ~1ull, 32 },
+        { MSR_KVM_ASYNC_PF_EN, ~0x3full, 64 }, { MSR_KVM_STEAL_TIME, ~0x3full, 64 },
+        { MSR_KVM_PV_EOI_EN, ~1ull, 4 },
+    };
+    int n = 0;
+    for (int i = 0; i < KVM_X86_MAX_AREAS && n < max; i++) {
+        struct {
+            struct kvm_msrs h;
+            struct kvm_msr_entry e;
+        } g = { .h.nmsrs = 1, .e.index = pv[i].msr };
+        int r = ioctl(cpu->fd, KVM_GET_MSRS, &g);
+        if (r < 0)
+            return error_fail_errno("KVM_GET_MSRS (KVM's PV area %#x) on vCPU %d", pv[i].msr, cpu->index);
+        /* 0: a host without it, which writes nothing there. */
+        if (r == 1 && (g.e.data & 1))
+            a[n++] = (struct kvm_x86_area){ g.e.data & pv[i].mask, pv[i].len };
+    }
+    return n;
 }

@@ -32,6 +32,17 @@ struct kvm_x86_long64 {
 };
 int kvm_x86_enter_long64(struct vcpu *cpu, const struct kvm_x86_long64 *e);
 
+/*
+ * Guest memory KVM itself writes when it enters this vCPU: the kvmclock
+ * page, steal time, async page faults, PV EOI, each where the guest put
+ * it (their MSRs).  Up to max ranges, guest-physical; how many, or -1.
+ */
+struct kvm_x86_area {
+    uint64_t gpa, len;
+};
+#define KVM_X86_MAX_AREAS 5
+int kvm_x86_host_writes(struct vcpu *cpu, struct kvm_x86_area *a, int max);
+
 /* Set the level of an in-kernel irqchip input (ISA IRQ / GSI). */
 int kvm_x86_irq_line(struct vm *vm, int irq, int level);
 

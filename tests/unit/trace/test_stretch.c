@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Stretches of the branch engine: how far they go, what they watch, and branches taken in software. */
+/* Stretches of the branch engine: how far they go and what they watch. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -10,6 +10,12 @@
 TestSuite(stretch, .init = machine_setup, .fini = machine_teardown);
 
 static struct stretch s;
+
+static bool plan(int max_handlers, const uint64_t *stop, bool alone)
+{
+    const struct stretch_opts o = { max_handlers, stop, alone, NULL, false };
+    return stretch_plan(&view, &o, &s);
+}
 
 /* One 64-bit gate per exception a stretch of ours may raise: #DE, #SS, #GP, #PF. */
 static void gates(void)
@@ -29,7 +35,7 @@ Test(stretch, follows_direct_calls_and_jumps_to_the_first_unknown_branch)
     memcpy(gmem_ptr(&mem, 0x10010, sizeof(b)), b, sizeof(b));
     *(uint8_t *)gmem_ptr(&mem, 0x10020, 1) = 0xc3;
     gates();
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.nins, 4);
     cr_assert_eq(s.end, 0x10020, "ends at the ret");
     cr_assert_eq(s.nrec, 2);
@@ -50,18 +56,18 @@ Test(stretch, follows_direct_calls_and_jumps_to_the_first_unknown_branch)
 /* From RIP, a stretch of one instruction that ends at `end`; from `next`, none. */
 static void one_then_none(uint64_t end, uint64_t next, const char *why)
 {
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.nins, 1);
     cr_assert_eq(s.end, end);
     regs.rip = next;
-    cr_assert_not(stretch_plan(&view, 3, NULL, &s), "%s", why);
+    cr_assert_not(plan(3, NULL, false), "%s", why);
 }
 
 Test(stretch, a_conditional_branch_or_a_mode_change_ends_it)
 {
     static const uint8_t a[] = { 0x31, 0xc0, 0x75, 0x00, 0xf4 };  /* xor eax,eax; jnz; hlt */
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.nh, 0, "no memory access, nothing to watch");
     one_then_none(0x10002, 0x10004, "hlt is stepped");
 }
@@ -72,10 +78,10 @@ Test(stretch, too_many_handlers_end_it_earlier)
     static const uint8_t a[] = { 0x8b, 0x03, 0xf7, 0xf1, 0x90, 0x75, 0x00 };
     code(a, sizeof(a));
     gates();
-    cr_assert(stretch_plan(&view, 2, NULL, &s));
+    cr_assert(plan(2, NULL, false));
     cr_assert_eq(s.nins, 1);
     cr_assert_eq(s.end, 0x10002, "the div needs a third handler");
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10005);
     cr_assert_eq(s.nh, 3);
 }
@@ -101,12 +107,12 @@ Test(stretch, the_stop_trigger_and_handlers_on_the_way_end_it)
     static const uint8_t a[] = { 0x90, 0x90, 0x90, 0x8b, 0x03, 0x75, 0x00 };
     code(a, sizeof(a));
     uint64_t stop = 0x10002;
-    cr_assert(stretch_plan(&view, 3, &stop, &s));
+    cr_assert(plan(3, &stop, false));
     cr_assert_eq(s.end, 0x10002);
     gates();
     gate64(14, 0x10001, 0x08, 0xe, 0, 0);
     gate64(13, 0x10001, 0x08, 0xe, 0, 0);
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10001, "the #PF handler starts on the way");
 }
 
@@ -115,63 +121,10 @@ Test(stretch, user_mode_and_the_guests_own_tf_are_stepped)
     static const uint8_t a[] = { 0x90, 0x75, 0x00 };
     code(a, sizeof(a));
     regs.rflags |= RFLAGS_TF;
-    cr_assert_not(stretch_plan(&view, 3, NULL, &s));
+    cr_assert_not(plan(3, NULL, false));
     regs.rflags &= ~(uint64_t)RFLAGS_TF;
     to_user();
-    cr_assert_not(stretch_plan(&view, 3, NULL, &s));
-}
-
-static struct branch_pred pred(void)
-{
-    struct branch_pred p;
-    const char *why;
-    cr_assert_eq(branch_predict(&view, &p, &why), 0);
-    return p;
-}
-
-Test(stretch, a_call_is_taken_with_its_push_and_the_dirty_bit)
-{
-    static const uint8_t a[] = { 0xe8, 0x0b, 0x00, 0x00, 0x00 };   /* call 0x10010 */
-    code(a, sizeof(a));
-    struct branch_pred p = pred();
-    struct kvm_regs r = regs;
-    cr_assert(stretch_take(&view, &p, &r));
-    cr_assert_eq(r.rip, 0x10010);
-    cr_assert_eq(r.rsp, 0x50000);
-    cr_assert_eq(vbts_le64(gmem_ptr(&mem, 0x50000, 8)), 0x10005);
-    cr_assert(vbts_le64(gmem_ptr(&mem, 0x4000 + 8 * 0x50, 8)) & 0x40, "PTE dirty");
-    /* And the ret back, with its immediate. */
-    regs = r;
-    static const uint8_t ret[] = { 0xc2, 0x08, 0x00 };               /* ret 8 */
-    code(ret, sizeof(ret));
-    p = pred();
-    cr_assert(stretch_take(&view, &p, &r));
-    cr_assert_eq(r.rip, 0x10005);
-    cr_assert_eq(r.rsp, 0x50010);
-}
-
-Test(stretch, what_may_fault_or_is_not_a_near_branch_runs_on_the_vcpu)
-{
-    static const uint8_t a[] = { 0xff, 0xe0 };                     /* jmp rax */
-    code(a, sizeof(a));
-    regs.rax = 0x8000000000000000ull;                              /* non-canonical: #GP */
-    struct branch_pred p = pred();
-    struct kvm_regs r = regs;
-    cr_assert_not(stretch_take(&view, &p, &r));
-    cr_assert_eq(memcmp(&r, &regs, sizeof(r)), 0, "nothing changed");
-    regs.rax = 0x10100;
-    p = pred();
-    cr_assert(stretch_take(&view, &p, &r));
-    cr_assert_eq(r.rip, 0x10100);
-    static const uint8_t loop[] = { 0xe2, 0xfe };                  /* loop $ changes RCX */
-    code(loop, sizeof(loop));
-    regs.rcx = 5;
-    p = pred();
-    cr_assert_not(stretch_take(&view, &p, &r));
-    static const uint8_t iret[] = { 0x48, 0xcf };
-    code(iret, sizeof(iret));
-    p = pred();
-    cr_assert_not(stretch_take(&view, &p, &r));
+    cr_assert_not(plan(3, NULL, false));
 }
 
 /*
@@ -188,26 +141,29 @@ Test(stretch, ends_before_a_store_that_may_reach_the_idt)
     static const uint8_t rel[] = { 0x90, 0x90, 0x90, 0x66, 0x89, 0x05, 0xf7, 0x7f, 0xff, 0xff, 0x90, 0x90 };
     code(rel, sizeof(rel));
     *(uint8_t *)gmem_ptr(&mem, 0x1000c, 1) = 0xc3;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.nins, 3, "it ends at the store into the IDT, three instructions on");
     /* mov rbx, rcx; mov [rbx], eax: rbx is not known there, so neither is where it stores */
     static const uint8_t reg[] = { 0x48, 0x89, 0xcb, 0x89, 0x03, 0x90, 0xc3 };
     code(reg, sizeof(reg));
     regs.rbx = 0x20000;
     regs.rcx = 0x8000;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.nins, 1, "it ends at the store through a register written before it");
     /* push rax; push rax; mov [rsp], eax: the stack, 16 bytes from where it was, far from the IDT */
     static const uint8_t sp[] = { 0x50, 0x50, 0x89, 0x04, 0x24, 0x90, 0xc3 };
     code(sp, sizeof(sp));
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.nins, 4, "pushes keep the stack within reach");
-    /* A push is taken to store up to two slots below RSP (a far call's). */
+    /* Where RSP is known, a push stores its slot below it, exactly. */
     regs.rsp = 0x8000 + 16 * 256 + 16;          /* 16 bytes past the IDT */
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
-    cr_assert_eq(s.nins, 1, "the second push may store into the IDT");
+    cr_assert(plan(4, NULL, false));
+    cr_assert_eq(s.nins, 4, "two pushes stay clear of it");
     regs.rsp = 0x8000 + 16 * 256 + 8;
-    cr_assert_eq(stretch_plan(&view, 4, NULL, &s), false, "the first may");
+    cr_assert(plan(4, NULL, false));
+    cr_assert_eq(s.nins, 1, "the second push stores into the IDT");
+    regs.rsp = 0x8000 + 16 * 256;
+    cr_assert_eq(plan(4, NULL, false), false, "the first does");
 }
 
 /* Code a store of the stretch may change is not run on bytes decoded before it. */
@@ -217,17 +173,17 @@ Test(stretch, ends_before_code_its_own_stores_may_have_changed)
     /* 0x10000: mov byte [rip + 1], 0x90 (into 0x10008); nop; nop; nop; jnz */
     static const uint8_t rel[] = { 0xc6, 0x05, 0x01, 0x00, 0x00, 0x00, 0x90, 0x90, 0x90, 0x90, 0x75, 0x00 };
     code(rel, sizeof(rel));
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x10008, "it ends at the byte the store wrote");
     /* The same page mapped again at 0x1c0000: mov byte [rbx], 0x90 through it */
     vbts_put64(gmem_ptr(&mem, 0x4000 + (0x1c0000 >> 12) * 8, 8), 0x10000 | 3);
     static const uint8_t alias[] = { 0xc6, 0x03, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x75, 0x00 };
     code(alias, sizeof(alias));
     regs.rbx = 0x1c0008;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x10008, "through another mapping of the page");
     regs.rbx = 0x1c0100;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x1000a, "elsewhere on the page: to the jnz");
     /* rep stosb at 0x10000 over 0x10040..0x10043, nops up to there */
     uint8_t rep[0x50];
@@ -239,10 +195,10 @@ Test(stretch, ends_before_code_its_own_stores_may_have_changed)
     code(rep, sizeof(rep));
     regs.rdi = 0x10040;
     regs.rcx = 4;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x1003c, "a REP STOS's bytes: RCX of them, either way (DF)");
     regs.rcx = 1 << 20;
-    cr_assert(stretch_plan(&view, 4, NULL, &s) == false || s.nins == 0, "too many to note: stepped");
+    cr_assert(plan(4, NULL, false) == false || s.nins == 0, "too many to note: stepped");
 }
 
 /* A store into the page tables that map the stretch's next page: that code is fetched afresh. */
@@ -260,10 +216,10 @@ Test(stretch, ends_before_code_whose_mapping_its_stores_may_have_changed)
     a[0x19] = 0x00;
     code(a, sizeof(a));
     regs.rbx = 0x4000 + 8 * (0x11000 >> 12);    /* the PTE of 0x11000 */
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x11000, "it ends where the rewritten entry maps");
     regs.rbx = 0x4000 + 8 * (0x12000 >> 12);
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x11008, "another entry: on to the jnz");
 }
 
@@ -275,38 +231,38 @@ Test(stretch, knows_where_it_leaves_the_stack_pointer)
     static const uint8_t a[] = { 0x50, 0x48, 0x83, 0xec, 0x20, 0x48, 0x8d, 0x64, 0x24, 0x30,
                                  0x48, 0x83, 0xc4, 0xf8, 0x75, 0x00 };
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x1000e);
     cr_assert(s.sp_exact);
     cr_assert_eq(s.sp_delta, -8 - 0x20 + 0x30 - 8);
     /* push rax; call next; next: jnz */
     static const uint8_t call[] = { 0x50, 0xe8, 0x00, 0x00, 0x00, 0x00, 0x75, 0x00 };
     code(call, sizeof(call));
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_eq(s.end, 0x10006);
     cr_assert_eq(s.sp_delta, -16);
     /* pop rsp: from memory */
     static const uint8_t b[] = { 0x5c, 0x75, 0x00 };
     code(b, sizeof(b));
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_not(s.sp_exact);
     /* mov rsp, rbx; and rsp, -16; jnz: rbx as it is */
     static const uint8_t c[] = { 0x48, 0x89, 0xdc, 0x48, 0x83, 0xe4, 0xf0, 0x75, 0x00 };
     code(c, sizeof(c));
     regs.rbx = 0x40018;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert(s.sp_exact);
     cr_assert_eq(regs.rsp + (uint64_t)s.sp_delta, 0x40010);
     /* mov rbx, rcx; mov rsp, rbx: rbx written on the way */
     static const uint8_t d[] = { 0x48, 0x89, 0xcb, 0x48, 0x89, 0xdc, 0x75, 0x00 };
     code(d, sizeof(d));
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert_not(s.sp_exact);
     /* leave */
     static const uint8_t e[] = { 0xc9, 0x75, 0x00 };
     code(e, sizeof(e));
     regs.rbp = 0x40100;
-    cr_assert(stretch_plan(&view, 4, NULL, &s));
+    cr_assert(plan(4, NULL, false));
     cr_assert(s.sp_exact);
     cr_assert_eq(regs.rsp + (uint64_t)s.sp_delta, 0x40108);
 }
@@ -319,16 +275,16 @@ Test(stretch, watches_the_double_fault_where_a_slot_is_left)
     /* mov eax, [rbx]; jnz: #PF, #GP (#SS) */
     static const uint8_t a[] = { 0x8b, 0x03, 0x75, 0x00 };
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.nh, 3);
     cr_assert_eq(s.handler[2], 0x34000);
     cr_assert_eq(s.vectors[2], 1u << 8);
-    cr_assert(stretch_plan(&view, 2, NULL, &s));
+    cr_assert(plan(2, NULL, false));
     cr_assert_eq(s.nh, 2, "no slot left: the RSP check stands for it");
     /* nop; jnz: nothing raised, nothing to watch */
     static const uint8_t b[] = { 0x90, 0x75, 0x00 };
     code(b, sizeof(b));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.nh, 0);
 }
 
@@ -340,10 +296,10 @@ Test(stretch, an_exception_whose_delivery_faults_is_stepped)
     /* nop; div ecx; jnz */
     static const uint8_t a[] = { 0x90, 0xf7, 0xf1, 0x75, 0x00 };
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10001, "it ends before the div");
     gate64(0, 0x30000, 0x08, 0xe, 0, 0);
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10003, "a good gate: on to the jnz");
 }
 
@@ -355,19 +311,107 @@ Test(stretch, a_delivery_checked_where_the_stretch_leaves_rsp)
     /* sub rsp, 0x10000; div ecx; jnz */
     static const uint8_t a[] = { 0x48, 0x81, 0xec, 0x00, 0x00, 0x01, 0x00, 0xf7, 0xf1, 0x75, 0x00 };
     code(a, sizeof(a));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10007, "#DE's frame would go to 0x3fff8: it ends before the div");
     PTE(0x3f000, 3);
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10009, "mapped: on to the jnz");
     /* mov rsp, [rip]: RSP lost; then div */
     static const uint8_t b[] = { 0x48, 0x8b, 0x25, 0x00, 0x00, 0x00, 0x00, 0xf7, 0xf1, 0x75, 0x00 };
     code(b, sizeof(b));
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_eq(s.end, 0x10007, "RSP not known: the div is stepped");
     gate64(0, 0x30000, 0x08, 0xe, 0, 2);
     gate64(14, 0x33000, 0x08, 0xe, 0, 2);
     vbts_put64(gmem_ptr(&mem, 0x7000 + 44, 8), 0xb0000);   /* IST2 */
-    cr_assert(stretch_plan(&view, 3, NULL, &s));
+    cr_assert(plan(3, NULL, false));
     cr_assert_gt(s.end, 0x10007, "an IST's stack is known: on past the div (0x%llx)", (unsigned long long)s.end);
+}
+
+/* Forks at a conditional branch: both ways planned, each to a leaf of its own. */
+
+static bool plan_fork(int max_handlers)
+{
+    const struct stretch_opts o = { max_handlers, NULL, true, NULL, true };
+    return stretch_plan(&view, &o, &s);
+}
+
+Test(stretch, forks_at_a_conditional_branch_into_two_leaves)
+{
+    /* nop; jz L; nop; jnz (B's leaf); L: nop; jnz (A's leaf) */
+    static const uint8_t a[] = { 0x90, 0x74, 0x03, 0x90, 0x75, 0x00, 0x90, 0x75, 0x00 };
+    code(a, sizeof(a));
+    cr_assert(plan_fork(3));
+    cr_assert_eq(s.nleaf, 2);
+    cr_assert_eq(s.nprefix, 2, "the nop and the jz run on both ways");
+    cr_assert_eq(s.nprefix_rec, 0);
+    cr_assert_eq(s.leaf[0].end, 0x10007, "taken");
+    cr_assert_eq(s.leaf[0].first, 2);
+    cr_assert_eq(s.leaf[0].last, 3);
+    cr_assert_eq(s.leaf[0].rec_first, 0);
+    cr_assert_eq(s.leaf[0].rec_last, 1, "the jz's record");
+    cr_assert_eq(s.rec[0].from, 0x10001);
+    cr_assert_eq(s.rec[0].to, 0x10006);
+    cr_assert_eq(s.rec[0].kind, VBTS_KIND_JCC);
+    cr_assert_eq(s.leaf[1].end, 0x10004, "not taken");
+    cr_assert_eq(s.leaf[1].first, 3);
+    cr_assert_eq(s.leaf[1].last, 4);
+    cr_assert_eq(s.leaf[1].rec_first, s.leaf[1].rec_last, "no record");
+    cr_assert_eq(stretch_leaf_at(&s, 0x10004), 1);
+    cr_assert_eq(stretch_path_of(&s, 1), -1);
+    cr_assert_eq(stretch_path_of(&s, 2), 0);
+    cr_assert_eq(stretch_path_of(&s, 3), 1);
+    cr_assert_eq(stretch_index(&s, 0x10006), 2);
+    /* Not asked to: it ends at the jz. */
+    cr_assert(plan(3, NULL, true));
+    cr_assert_eq(s.nleaf, 1);
+    cr_assert_eq(s.end, 0x10001);
+}
+
+Test(stretch, a_way_that_runs_into_the_other_ends_before_it)
+{
+    /* nop; jz L; inc eax; L: nop; jnz: not taken runs into L, which the taken way runs */
+    static const uint8_t a[] = { 0x90, 0x74, 0x02, 0xff, 0xc0, 0x90, 0x75, 0x00 };
+    code(a, sizeof(a));
+    cr_assert(plan_fork(3));
+    cr_assert_eq(s.nleaf, 2);
+    cr_assert_eq(s.leaf[0].end, 0x10006);
+    cr_assert_eq(s.leaf[1].end, 0x10003, "its leaf is its own first instruction: the breakpoint names the way");
+    cr_assert_eq(s.leaf[1].first, s.leaf[1].last);
+}
+
+Test(stretch, leaves_that_coincide_or_lie_on_the_way_make_no_fork)
+{
+    /* L: nop; dec ecx; jnz L: the taken way's leaf would be on the common part */
+    static const uint8_t a[] = { 0x90, 0xff, 0xc9, 0x75, 0xfb };
+    code(a, sizeof(a));
+    cr_assert(plan_fork(3));
+    cr_assert_eq(s.nleaf, 1);
+    cr_assert_eq(s.end, 0x10003);
+    cr_assert_eq(s.why, STRETCH_END_JCC);
+    /* nop; jz L; L: jnz: both ways reach the jnz first */
+    static const uint8_t b[] = { 0x90, 0x74, 0x00, 0x75, 0x00 };
+    code(b, sizeof(b));
+    cr_assert(plan_fork(3));
+    cr_assert_eq(s.nleaf, 1);
+    cr_assert_eq(s.end, 0x10001);
+}
+
+Test(stretch, a_fork_needs_a_slot_for_its_second_leaf)
+{
+    /* mov eax,[rbx]; jz L; nop; jnz; L: jnz: the load's #PF and #GP take two handlers (rbx is not mapped: they may) */
+    static const uint8_t a[] = { 0x8b, 0x03, 0x74, 0x03, 0x90, 0x75, 0x00, 0x75, 0x00 };
+    code(a, sizeof(a));
+    gates();
+    regs.rbx = 0x7fff0000;
+    cr_assert(plan_fork(2));
+    cr_assert_eq(s.nh, 2);
+    cr_assert_eq(s.nleaf, 1, "two handlers and two leaves do not fit in four slots less one");
+    cr_assert(plan_fork(3));
+    cr_assert_eq(s.nleaf, 2);
+    /* Where the load cannot fault (mapped, its address known), no handler watches it. */
+    regs.rbx = 0x20000;
+    cr_assert(plan_fork(2));
+    cr_assert_eq(s.nh, 0);
+    cr_assert_eq(s.nleaf, 2);
 }

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* What a stretch's stores may write: noted a page at a time, hit through code and paging entries. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../x86/machine.h"
+#include "trace/stores.h"
+
+TestSuite(stores, .init = machine_setup, .fini = machine_teardown);
+
+Test(stores, a_range_across_pages_is_noted_per_page)
+{
+    struct stores s = { 0 };
+    cr_assert(stores_note(&s, &view, 0x10ff8, 0x11008));
+    cr_assert_eq(s.n, 2);
+    cr_assert_eq(s.st[0].gpa, 0x10ff8);
+    cr_assert_eq(s.st[0].len, 8);
+    cr_assert_eq(s.st[1].gpa, 0x11000);
+    cr_assert(stores_hit(&s, 0, &view, 0x11007, 1));
+    cr_assert_not(stores_hit(&s, 0, &view, 0x11008, 4));
+    cr_assert_not(stores_hit(&s, 1, &view, 0x10ff8, 8), "only those from the second on");
+}
+
+Test(stores, too_much_or_wrapped_is_refused)
+{
+    struct stores s = { 0 };
+    cr_assert_not(stores_note(&s, &view, 0x10000, 0x13000));
+    cr_assert_not(stores_note(&s, &view, 0x10000, 0xfff0));
+    for (unsigned i = 0; i < STORES_MAX; i++)
+        cr_assert(stores_note(&s, &view, 0x20000 + 0x1000 * i, 0x20008 + 0x1000 * i));
+    cr_assert_not(stores_note(&s, &view, 0x40000, 0x40008), "full");
+    cr_assert(stores_hit(&s, 0, &view, ~0ull - 2, 8), "a range that wraps");
+}
+
+Test(stores, a_paging_entry_written_hits_what_it_maps)
+{
+    struct stores s = { 0 };
+    /* The PTE of page 0x30000 lies at 0x4000 + 8 * 0x30. */
+    cr_assert(stores_note(&s, &view, 0x4180, 0x4188));
+    cr_assert(stores_hit(&s, 0, &view, 0x30010, 4));
+    cr_assert_not(stores_hit(&s, 0, &view, 0x31010, 4));
+    /* Not mapped: not noted; a read there is hit (it is not what it was). */
+    PTE(0x32000, 0);
+    struct stores t = { 0 };
+    cr_assert(stores_note(&t, &view, 0x32000, 0x32008));
+    cr_assert_eq(t.n, 0);
+    cr_assert(stores_hit(&s, 0, &view, 0x32000, 4));
+}

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace/known.h"
+
+#include <string.h>
+
+#include "vbts/format.h"
+#include "x86/fault.h"
+
+/* The general register r is part of, as a bit of stretch.written: 0 if it is none. */
+static uint32_t gpr_bit(ZydisRegister r)
+{
+    if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
+        return 0;
+    int id = ZydisRegisterGetId(ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r));
+    return id >= 0 && id < 32 ? 1u << id : 0;
+}
+
+/* Does an instruction before this one in the stretch write r (any part of it)? */
+static bool written(const struct stretch *s, ZydisRegister r)
+{
+    return s->written & gpr_bit(r);
+}
+
+/* A REP STOS or MOVS stores RCX elements from RDI on, up or down by DF: how many bytes either way. */
+static bool rep_span(const struct cpu_view *v, const ZydisDecodedInstruction *in, const struct stretch *s,
+                     uint64_t elem, uint64_t *span)
+{
+    *span = 0;
+    uint64_t n;
+    if (!cpu_rep_count(v, in, &n))
+        return true;
+    if (written(s, ZYDIS_REGISTER_RCX) || n > 2 * 4096ull)
+        return false;
+    *span = n * elem;
+    return true;
+}
+
+static bool is_sp(ZydisRegister r)
+{
+    return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) == ZYDIS_REGISTER_RSP;
+}
+
+/* A push's slot, or a call's, below RSP as the stretch has it: the bytes it writes, exactly. */
+static bool pushes(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op, const struct stretch *s)
+{
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_PUSHF:
+    case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
+        return s->sp_exact && cpu_store_below_sp(op) && in->meta.branch_type != ZYDIS_BRANCH_TYPE_FAR;
+    default:
+        return false;
+    }
+}
+
+/*
+ * The instruction writes (or may write) into the IDT: the handlers watched for the rest
+ * of the stretch were read from it before (a guest that sets a gate and
+ * then faults through it).  Or into an APIC's page.  Or into more than
+ * the stretch can note (stores_note), which the instructions after it
+ * are checked against.
+ */
+bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, struct stretch *s)
+{
+    uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
+    /* Its operands as it computes them: its own RIP, RSP where the stretch knows it; other registers it wrote are not known. */
+    struct kvm_regs r = *v->regs;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    r.rip = lin - s->cs_base;
+    if (s->sp_exact)
+        r.rsp = cpu_sp_add(v->sregs, v->regs->rsp, s->sp_delta);
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        uint64_t ea, slack = 0, n = ops[i].size / 8, span;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
+            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            continue;
+        if (written(s, ops[i].mem.index))
+            return true;
+        if (written(s, ops[i].mem.base) && !(is_sp(ops[i].mem.base) && s->sp_exact)) {
+            if (!is_sp(ops[i].mem.base) || s->sp_span == ~0ull)
+                return true;
+            slack = s->sp_span;
+        }
+        if (cpu_store_below_sp(&ops[i]) && !pushes(in, &ops[i], s))
+            slack += 2 * n;
+        if (!rep_span(v, in, s, n, &span))
+            return true;
+        slack += span;
+        uint64_t lo, hi;
+        if (pushes(in, &ops[i], s)) {
+            lo = cpu_stack_base(v->sregs) + cpu_sp_add(v->sregs, r.rsp, -(int64_t)n);
+            hi = lo + n;
+        } else if (cpu_operand_address(&at, in, &ops[i], &ea) == 0) {
+            lo = ea - slack;
+            hi = ea + n + slack;
+        } else {
+            return true;
+        }
+        if (lo <= end && hi > base)
+            return true;
+        /* An APIC's register: an interrupt may be due at once (a self-IPI), which steps let in. */
+        for (uint64_t pg = lo & ~0xfffull; pg < hi && pg >= (lo & ~0xfffull); pg += 0x1000)
+            if (cpu_lin_irqchip(&at, pg < lo ? lo : pg))
+                return true;
+        if (!stores_note(&s->st, v, lo, hi))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * How the instruction moves RSP, if by what the stretch knows (sp_delta
+ * from RSP at its start, v's); else sp_exact goes.  Registers it has not
+ * written are v's.
+ */
+static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                    struct stretch *s)
+{
+    bool hidden = false, visible = false;
+    int64_t slot = 0;
+    uint64_t val;
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+            is_sp(ops[i].mem.base))
+            slot = ops[i].size / 8;
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !is_sp(ops[i].reg.value) ||
+            !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            continue;
+        if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN)
+            hidden = true;
+        else
+            visible = true;
+    }
+    if ((!hidden && !visible) || !s->sp_exact)
+        return;
+    switch (in->mnemonic) {
+    case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_PUSHF:
+    case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
+        if (!visible && slot) {
+            s->sp_delta -= slot;
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_POP:
+        if (!visible && slot) {
+            s->sp_delta += slot;
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_RET:
+        if (!visible && slot) {
+            s->sp_delta += slot + (in->operand_count_visible ? (int64_t)ops[0].imm.value.u : 0);
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_ADD: case ZYDIS_MNEMONIC_SUB:
+        if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && is_sp(ops[0].reg.value) && ops[0].size >= 32 &&
+            ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+            s->sp_delta += in->mnemonic == ZYDIS_MNEMONIC_ADD ? ops[1].imm.value.s : -ops[1].imm.value.s;
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_MOV:
+        if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+            !written(s, ops[1].reg.value) && cpu_register(v->regs, ops[1].reg.value, &val) == 0) {
+            s->sp_delta = (int64_t)(val - v->regs->rsp);
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_AND:
+        if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+            s->sp_delta = (int64_t)(((v->regs->rsp + (uint64_t)s->sp_delta) & ops[1].imm.value.u) - v->regs->rsp);
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_LEAVE:
+        if (in->operand_width == 64 && !written(s, ZYDIS_REGISTER_RBP)) {
+            s->sp_delta = (int64_t)(v->regs->rbp + 8 - v->regs->rsp);
+            return;
+        }
+        break;
+    case ZYDIS_MNEMONIC_LEA:
+        if (is_sp(ops[0].reg.value) && ops[0].size >= 32 && is_sp(ops[1].mem.base) &&
+            ops[1].mem.index == ZYDIS_REGISTER_NONE) {
+            s->sp_delta += ops[1].mem.disp.value;
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    s->sp_exact = false;
+}
+
+/* What the instruction, now in the stretch, leaves unknown to the ones after it. */
+static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                        struct stretch *s)
+{
+    note_sp(v, in, ops, s);
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        ZydisRegister r = ops[i].reg.value;
+        uint32_t bit = ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_bit(r) : 0;
+        if (!bit || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            continue;
+        s->written |= bit;
+        if (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) != ZYDIS_REGISTER_RSP ||
+            s->sp_span == ~0ull)
+            continue;
+        /* A push, pop, call moves it by its width: where it points stays within reach. */
+        switch (in->mnemonic) {
+        case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_CALL:
+        case ZYDIS_MNEMONIC_PUSHF: case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
+        case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD: case ZYDIS_MNEMONIC_POPFQ:
+            if (ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN) {
+                s->sp_span += 8;
+                break;
+            }
+            /* fall through */
+        default:
+            s->sp_span = ~0ull;
+        }
+    }
+}
+
+/*
+ * The value a return pops at RSP as the stretch has it (slot: its linear
+ * address): what a call of the stretch pushed there, if no later store may
+ * have changed it; else what memory holds, if no store of the stretch may
+ * have.  Memory another may write is not read (STRETCH_ALONE).
+ */
+static bool slot_value(const struct cpu_view *v, uint64_t slot, unsigned w, const struct stretch *s, uint64_t *val)
+{
+    if (!s->alone)
+        return false;
+    for (unsigned i = s->ncall; i-- > 0;) {
+        if (s->call[i].sp_delta != s->sp_delta)
+            continue;
+        *val = s->call[i].ret;
+        struct stores host = s->st;
+        host.n = s->nseed;
+        return !stores_hit(&s->st, s->call[i].nst, v, slot, w) && !stores_hit(&host, 0, v, slot, w);
+    }
+    *val = 0;
+    return !stores_hit(&s->st, 0, v, slot, w) && cpu_read_linear(v, slot, val, w) == 0;
+}
+
+/*
+ * A return, or an indirect jmp or call, whose target the stretch knows
+ * before it runs: from registers it has not written (RSP where it knows
+ * it), and memory it cannot have written.  A target the CPU would refuse
+ * (not canonical, past CS's limit: #GP) is left to it.
+ */
+static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                         const ZydisDecodedOperand *ops, const struct stretch *s, uint64_t *target)
+{
+    const struct kvm_sregs *sr = v->sregs;
+    enum cpu_mode mode = cpu_mode(sr);
+    unsigned w = in->operand_width / 8;
+    uint64_t val = 0, ea;
+    if ((mode != MODE_LONG64 && mode != MODE_PROT32 && mode != MODE_COMPAT32) || (sr->cr4 & CR4_CET) ||
+        w * 8 != (mode == MODE_LONG64 ? 64u : 32u))
+        return false;
+    struct kvm_regs r = *v->regs;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    r.rip = lin - s->cs_base;
+    r.rsp = cpu_sp_add(sr, v->regs->rsp, s->sp_delta);
+    if (in->meta.category == ZYDIS_CATEGORY_RET) {
+        if (!s->sp_exact || w * 8 != cpu_stack_width(sr) ||
+            !slot_value(v, cpu_stack_base(sr) + r.rsp, w, s, &val))
+            return false;
+    } else if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        if (written(s, ops[0].reg.value) || is_sp(ops[0].reg.value) || cpu_register(&r, ops[0].reg.value, &val))
+            return false;
+    } else if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[0].mem.type == ZYDIS_MEMOP_TYPE_MEM) {
+        if (!s->alone || written(s, ops[0].mem.index) ||
+            (written(s, ops[0].mem.base) && !(is_sp(ops[0].mem.base) && s->sp_exact)) ||
+            cpu_operand_address(&at, in, &ops[0], &ea) < 0 || stores_hit(&s->st, 0, v, ea, w) ||
+            cpu_read_linear(v, ea, &val, w) < 0)
+            return false;
+    } else {
+        return false;
+    }
+    if (w == 4)
+        val = (uint32_t)val;
+    if (mode == MODE_LONG64 ? !cpu_canonical(sr, val) : val > sr->cs.limit)
+        return false;
+    *target = s->cs_base + val;
+    if (mode != MODE_LONG64)
+        *target = (uint32_t)*target;
+    return true;
+}
+
+/* Why a branch ends the stretch (enum stretch_end), or -1: it goes on, to p->target. */
+int known_branch_ends(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                       const ZydisDecodedOperand *ops, struct branch_pred *p, struct stretch *s)
+{
+    switch (p->kind) {
+    case VBTS_KIND_UNKNOWN:
+        return -1;
+    case VBTS_KIND_JMP: case VBTS_KIND_CALL:
+        return p->target_known ? -1 : STRETCH_END_CUT;
+    case VBTS_KIND_JCC:
+        return STRETCH_END_JCC;
+    case VBTS_KIND_RET: case VBTS_KIND_JMP_IND: case VBTS_KIND_CALL_IND:
+        if (target(v, lin, in, ops, s, &p->target))
+            return -1;
+        return p->kind == VBTS_KIND_RET ? STRETCH_END_RET : STRETCH_END_INDIRECT;
+    default:
+        return STRETCH_END_CUT;
+    }
+}
+
+/* A call of the stretch pushed its return address where RSP now is: a return of the stretch reads it there. */
+static void note_call(uint64_t lin, const ZydisDecodedInstruction *in, struct stretch *s)
+{
+    if (!s->sp_exact || (in->mnemonic != ZYDIS_MNEMONIC_CALL) || in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+        return;
+    if (s->ncall == STRETCH_MAX_CALLS) {
+        memmove(&s->call[0], &s->call[1], sizeof(s->call[0]) * (STRETCH_MAX_CALLS - 1));
+        s->ncall--;
+    }
+    s->call[s->ncall].sp_delta = s->sp_delta;
+    s->call[s->ncall].ret = lin + in->length - s->cs_base;
+    s->call[s->ncall++].nst = s->st.n;
+}
+
+void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                const ZydisDecodedOperand *ops, struct stretch *s)
+{
+    note_writes(v, in, ops, s);
+    if (in->mnemonic == ZYDIS_MNEMONIC_STAC || in->mnemonic == ZYDIS_MNEMONIC_CLAC)
+        s->ac_changed = true;
+    note_call(lin, in, s);
+}
+
+/* Where a memory operand reads or writes: [*lo, *lo + *n), or false if not known. */
+static bool access_range(const struct cpu_view *at, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op,
+                         const struct stretch *s, uint64_t *lo, uint64_t *n)
+{
+    *n = op->size / 8;
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.type != ZYDIS_MEMOP_TYPE_MEM || *n == 0 || *n > 16 ||
+        written(s, op->mem.index) || (written(s, op->mem.base) && !(is_sp(op->mem.base) && s->sp_exact)))
+        return false;
+    if (op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN) {
+        /* The stack's slot of a push, pop, call or return; others (ENTER, LEAVE, string operands) are not known here. */
+        switch (in->mnemonic) {
+        case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_RET:
+            break;
+        default:
+            return false;
+        }
+        if (!is_sp(op->mem.base) || in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+            return false;
+    }
+    if (cpu_operand_address(at, in, op, lo) < 0)
+        return false;
+    if (op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN && (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+        *lo -= *n;
+    return true;
+}
+
+uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                             const ZydisDecodedOperand *ops, const struct stretch *s)
+{
+    const struct kvm_sregs *sr = v->sregs;
+    /* Another vCPU may unmap them; protection keys and a changed RFLAGS.AC (SMAP) are not modelled. */
+    if (!s->alone || s->ac_changed || cpu_mode(sr) != MODE_LONG64 || (sr->cr4 & (CR4_PKE | CR4_PKS)) ||
+        in->meta.category == ZYDIS_CATEGORY_STRINGOP || (in->attributes & ZYDIS_ATTRIB_HAS_REP))
+        return 0;
+    struct kvm_regs r = *v->regs;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    r.rip = lin - s->cs_base;
+    r.rsp = cpu_sp_add(sr, v->regs->rsp, s->sp_delta);
+    uint32_t safe = 0;
+    for (unsigned i = 0; i < in->operand_count && i < 32; i++) {
+        uint64_t lo, n;
+        struct delivery d;
+        if (access_range(&at, in, &ops[i], s, &lo, &n) && cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) &&
+            !stores_remap(&s->st, 0, v, lo, n) &&
+            fault_page(v, lo, n, ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE, &d) == FAULT_NONE)
+            safe |= 1u << i;
+    }
+    return safe;
+}

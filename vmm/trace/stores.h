@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a stretch's stores may write, as guest-physical ranges, in the
+ * order its instructions make them: code it decoded, a paging entry it
+ * read, or a slot it read a target from, after one of them, was read
+ * before it changed.
+ * prefix: stores
+ */
+#ifndef VBTS_TRACE_STORES_H
+#define VBTS_TRACE_STORES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "x86/cpu.h"
+
+/* Ranges noted: a stretch with more ends before its next store. */
+#define STORES_MAX 16
+
+struct stores {
+    unsigned n;
+    struct { uint64_t gpa, len; } st[STORES_MAX];
+};
+
+/*
+ * Note the linear bytes [lo, hi) as written, through v's paging (bytes
+ * not mapped are not written: the store faults).  False if they are too
+ * many to note.
+ */
+bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64_t hi);
+
+/*
+ * May a store noted from the `from`-th on have written any byte of the
+ * linear range [lin, lin + len), or a paging entry that maps it?  True
+ * also where it is not mapped now.
+ */
+bool stores_hit(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len);
+
+/* The same for the paging entries alone: may [lin, lin + len) map elsewhere, or not at all, now? */
+bool stores_remap(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len);
+
+#endif

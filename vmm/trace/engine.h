@@ -107,6 +107,8 @@ struct trace_vcpu {
     bool started;               /* seen out of the wait for INIT/SIPI (or never in it) */
     bool sipi_wait;             /* ...and seen in it, at the RIP of its reset, not the SIPI's */
     bool halted_off;            /* the step ran a HLT with interrupts off: an NMI or INIT must wake it */
+    bool loads_msr;             /* the run before this one stepped a WRMSR or LIDT (tell_hostcompat) */
+    unsigned runs_unchecked;    /* ...runs since host-compat last read LSTAR */
     uint64_t cr3;               /* guest context of the last step */
     uint64_t start_ns;          /* monotonic time of this vCPU's START */
     uint64_t flow_to;           /* --verify-flow: where straight-line code resumed */

@@ -22,6 +22,7 @@
 #include "x86/debug.h"
 #include "x86/event.h"
 #include "x86/host.h"
+#include "x86/hostcompat.h"
 
 static enum vbts_stop_reason stop_reason(enum vm_end e)
 {
@@ -127,9 +128,28 @@ static void start_reachable(struct trace_vcpu *t)
             (unsigned long long)t->tr->cfg->start);
 }
 
-static int on_pre_run(struct vcpu *cpu, void *ctx)
+/*
+ * Host-compat need not read LSTAR and the IDT before every run while the
+ * engine sees each instruction: only once one that loads an MSR or the
+ * IDT has run (it was stepped in the run before), and every 16th run in
+ * case a host ran one inside another's step.
+ */
+static void tell_hostcompat(struct trace_vcpu *t, bool before)
 {
-    struct trace_vcpu *t = of(ctx, cpu);
+    if (before) {
+        if (t->loads_msr || ++t->runs_unchecked >= 16) {
+            hostcompat_recheck(t->cpu);
+            t->runs_unchecked = 0;
+        }
+        return;
+    }
+    t->loads_msr = t->stepping && t->pred_valid &&
+                   (t->pred.mnemonic == ZYDIS_MNEMONIC_WRMSR || t->pred.mnemonic == ZYDIS_MNEMONIC_LIDT);
+    hostcompat_follow(t->cpu, t->stepping && t->pred_valid);
+}
+
+static int pre_run(struct trace_vcpu *t)
+{
     if (window_poll(t) < 0)
         return -1;
     start_reachable(t);
@@ -142,6 +162,15 @@ static int on_pre_run(struct vcpu *cpu, void *ctx)
     if (!t->started && wait_start(t) < 0)
         return -1;
     return t->tr->engine == TRACE_ENGINE_BRANCH ? leap_before_run(t) : t->tr->be->arm_step(t, false);
+}
+
+static int on_pre_run(struct vcpu *cpu, void *ctx)
+{
+    struct trace_vcpu *t = of(ctx, cpu);
+    tell_hostcompat(t, true);
+    int r = pre_run(t);
+    tell_hostcompat(t, false);
+    return r;
 }
 
 static const char *exit_name(uint32_t reason)

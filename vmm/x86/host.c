@@ -190,9 +190,14 @@ static void *hypercall_runner(void *arg)
 
 bool host_is_amd(void)
 {
-    unsigned a, b, c, d;
-    __cpuid(0, a, b, c, d);
-    return b == 0x68747541;             /* "AuthenticAMD" */
+    /* CPUID exits to the host's hypervisor where vbts itself runs in a VM: asked once. */
+    static _Atomic int amd = -1;
+    if (amd < 0) {
+        unsigned a, b, c, d;
+        __cpuid(0, a, b, c, d);
+        amd = b == 0x68747541;          /* "AuthenticAMD" */
+    }
+    return amd;
 }
 
 /* Real mode at 0x1000: mov eax, 0xffff; the vendor's hypercall; hlt.  1 if it returned -KVM_ENOSYS. */

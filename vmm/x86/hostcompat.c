@@ -72,11 +72,26 @@ static bool step_over(struct vcpu *cpu)
     return debug_set(cpu, DEBUG_HOSTCOMPAT, &w) == 0;
 }
 
+void hostcompat_follow(struct vcpu *cpu, bool on)
+{
+    struct hostcompat_vcpu *hc = &arch_vcpu(cpu)->hc;
+    if (on && !hc->followed)
+        hc->recheck = true;         /* what ran untraced is not known */
+    hc->followed = on;
+}
+
+void hostcompat_recheck(struct vcpu *cpu)
+{
+    arch_vcpu(cpu)->hc.recheck = true;
+}
+
 static int before_run(struct vcpu *cpu, void *ctx)
 {
     (void)ctx;
-    if (arch_vcpu(cpu)->hc.pf_bp || !host_is_pvm())
+    struct hostcompat_vcpu *hc = &arch_vcpu(cpu)->hc;
+    if (hc->pf_bp || !host_is_pvm() || (hc->followed && !hc->recheck))
         return 0;
+    hc->recheck = false;
     struct deliver_syscall_msrs m;
     if (event_syscall_msrs(cpu, &m) < 0 || !m.lstar)
         return 0;                   /* the kernel has not set up SYSCALL (nor its IDT) yet */

@@ -28,7 +28,19 @@ struct hostcompat_vcpu {
     uint64_t retried_rip;       /* RIP last retried, so that a real failure is not retried forever */
     uint64_t pf_bp;             /* the #PF handler the SYSCALL breakpoint watches, 0 if none yet */
     bool stepping_over;         /* one single-step past that breakpoint */
+    bool followed;              /* a tracer sees every instruction the vCPU runs (hostcompat_follow)... */
+    bool recheck;               /* ...and has seen it load an MSR or the IDT since LSTAR was last read */
 };
+
+/*
+ * Until the kernel has set LSTAR and its IDT, host-compat reads them
+ * before every KVM_RUN (a vCPU ioctl, as dear as an exit on kvm_pvm).  A
+ * tracer that sees every instruction says so (on) and says when one
+ * loaded an MSR or the IDT (hostcompat_recheck, once it has run): then
+ * they are read only after such an instruction.
+ */
+void hostcompat_follow(struct vcpu *cpu, bool on);
+void hostcompat_recheck(struct vcpu *cpu);
 
 /* Options this host needs on a Linux command line, or NULL if none. */
 const char *hostcompat_cmdline(void);

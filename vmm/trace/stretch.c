@@ -3,6 +3,7 @@
 #include "trace/known.h"
 #include "x86/deliver.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "vbts/format.h"
@@ -271,7 +272,7 @@ static bool path(const struct cpu_view *v, int max, const uint64_t *stop, unsign
                  const struct stretch *s, struct stretch *out)
 {
     for (;;) {
-        *out = *s;
+        stretch_copy(out, s);
         run(v, max, stop, limit, from, out);
         /* Its leaf on the way of the common part, or of the other path: cut one short, so that it is not. */
         if (stretch_index(s, out->end) < 0 && stretch_index(out, out->end) < 0 &&
@@ -309,7 +310,7 @@ static void fork_paths(const struct cpu_view *v, int max, const uint64_t *stop, 
     uint64_t ip = p.target - out->cs_base;
     if (cpu_mode(v->sregs) == MODE_LONG64 ? !cpu_canonical(v->sregs, ip) : ip > v->sregs->cs.limit)
         return;
-    t = *out;
+    stretch_copy(&t, out);
     t.fork_at = j;
     if (!extend(v, j, max - 1, stop, &t, &next))
         return;
@@ -328,7 +329,7 @@ static void fork_paths(const struct cpu_view *v, int max, const uint64_t *stop, 
         return;
     /* The fork: the common part, then a's own instructions and records, then b's. */
     struct stretch *f = &t;
-    *f = b;
+    stretch_copy(f, &b);
     unsigned na = a.nins - base, nb = b.nins - base;
     unsigned nrp = out->nrec;   /* the common records (the prefix's; the fork's is a's) */
     memcpy(&f->ins[base], &a.ins[base], na * sizeof(f->ins[0]));
@@ -359,7 +360,7 @@ static void fork_paths(const struct cpu_view *v, int max, const uint64_t *stop, 
     f->why = a.why;
     f->fork_at = 0;
     f->avoid = NULL;
-    *out = *f;
+    stretch_copy(out, f);
 }
 
 bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out)
@@ -371,7 +372,7 @@ bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct
         return false;
     unsigned limit = STRETCH_MAX_INSNS;
     for (;;) {
-        memset(out, 0, sizeof(*out));
+        memset(out, 0, offsetof(struct stretch, ins));
         out->sp_exact = true;
         out->alone = o->alone;
         if (o->host)
@@ -398,6 +399,14 @@ bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct
     if (out->nleaf == 1)
         watch_df(v, max_handlers, out);
     return true;
+}
+
+void stretch_copy(struct stretch *dst, const struct stretch *src)
+{
+    memcpy(dst, src, offsetof(struct stretch, ins));
+    memcpy(dst->ins, src->ins, src->nins * sizeof(src->ins[0]));
+    memcpy(dst->recs_before, src->recs_before, src->nins);
+    memcpy(dst->rec, src->rec, src->nrec * sizeof(src->rec[0]));
 }
 
 int stretch_leaf_at(const struct stretch *s, uint64_t lin)

@@ -76,11 +76,8 @@ struct stretch_leaf {
 };
 
 struct stretch {
-    unsigned nins;
-    uint64_t ins[STRETCH_MAX_INSNS];        /* linear addresses, in the order they run */
-    uint8_t recs_before[STRETCH_MAX_INSNS]; /* records made by the instructions before each */
-    unsigned nrec;
-    struct stretch_rec rec[STRETCH_MAX_INSNS];
+    unsigned nins;                          /* ins[] and recs_before[] used */
+    unsigned nrec;                          /* rec[] used */
     uint64_t end;                           /* the instruction after the last: its breakpoint */
     unsigned nleaf;                         /* its paths' ends (1: no fork; end, sp_*, why are leaf[0]'s) */
     struct stretch_leaf leaf[STRETCH_MAX_LEAVES];
@@ -105,7 +102,14 @@ struct stretch {
     bool ac_changed;                        /* a STAC or CLAC: SMAP's verdicts from RFLAGS.AC no longer hold */
     unsigned nseed;                         /* st's first ranges: what the host writes */
     enum stretch_end why;                   /* what it ends at */
+    /* Last, so that a copy takes the part in use (stretch_copy). */
+    uint64_t ins[STRETCH_MAX_INSNS];        /* linear addresses, in the order they run */
+    uint8_t recs_before[STRETCH_MAX_INSNS]; /* records made by the instructions before each */
+    struct stretch_rec rec[STRETCH_MAX_INSNS];
 };
+
+/* *dst = *src, the arrays as far as they are used. */
+void stretch_copy(struct stretch *dst, const struct stretch *src);
 
 /*
  * Plan the stretch that starts at the vCPU's RIP.  False: the instruction

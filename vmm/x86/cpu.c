@@ -134,6 +134,21 @@ size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf)
     return ZYDIS_MAX_INSTRUCTION_LENGTH;
 }
 
+/*
+ * Decoded instructions by address, per thread: the branch engine plans
+ * the same code at every stop, and where vbts itself runs under emulation
+ * (the lab) Zydis is most of its time.  An entry holds only if its bytes
+ * and mode are the ones fetched now.
+ */
+#define DECODE_CACHE 128
+static __thread struct decoded {
+    uint64_t lin;
+    uint8_t n, mode;
+    uint8_t bytes[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+} decoded[DECODE_CACHE];
+
 int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
                ZydisDecodedOperand *ops, const char **why)
 {
@@ -143,10 +158,23 @@ int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *
         *why = "instruction bytes are not in guest RAM";
         return -1;
     }
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(decoder_for(cpu_mode(v->sregs)), buf, n, in, ops))) {
+    enum cpu_mode mode = cpu_mode(v->sregs);
+    struct decoded *d = &decoded[(lin ^ (lin >> 7)) % DECODE_CACHE];
+    if (d->n && d->lin == lin && d->n == n && d->mode == (uint8_t)mode && memcmp(d->bytes, buf, n) == 0) {
+        *in = d->in;
+        memcpy(ops, d->ops, sizeof(d->ops));
+        return 0;
+    }
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(decoder_for(mode), buf, n, in, ops))) {
         *why = "instruction does not decode";
         return -1;
     }
+    d->lin = lin;
+    d->n = (uint8_t)n;
+    d->mode = (uint8_t)mode;
+    memcpy(d->bytes, buf, n);
+    d->in = *in;
+    memcpy(d->ops, ops, sizeof(d->ops));
     return 0;
 }
 

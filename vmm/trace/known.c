@@ -228,7 +228,8 @@ static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction 
  * have changed it; else what memory holds, if no store of the stretch may
  * have.  Memory another may write is not read (STRETCH_ALONE).
  */
-static bool slot_value(const struct cpu_view *v, uint64_t slot, unsigned w, const struct stretch *s, uint64_t *val)
+static bool slot_value(const struct cpu_view *v, uint64_t slot, unsigned w, const struct stretch *s, uint64_t *val,
+                       bool *memory)
 {
     if (!s->alone)
         return false;
@@ -241,6 +242,7 @@ static bool slot_value(const struct cpu_view *v, uint64_t slot, unsigned w, cons
         return !stores_hit(&s->st, s->call[i].nst, v, slot, w) && !stores_hit(&host, 0, v, slot, w);
     }
     *val = 0;
+    *memory = true;
     return !stores_hit(&s->st, 0, v, slot, w) && cpu_read_linear(v, slot, val, w) == 0;
 }
 
@@ -251,7 +253,7 @@ static bool slot_value(const struct cpu_view *v, uint64_t slot, unsigned w, cons
  * (not canonical, past CS's limit: #GP) is left to it.
  */
 static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                         const ZydisDecodedOperand *ops, const struct stretch *s, uint64_t *target)
+                   const ZydisDecodedOperand *ops, const struct stretch *s, uint64_t *to, bool *memory)
 {
     const struct kvm_sregs *sr = v->sregs;
     enum cpu_mode mode = cpu_mode(sr);
@@ -266,7 +268,7 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
     r.rsp = cpu_sp_add(sr, v->regs->rsp, s->sp_delta);
     if (in->meta.category == ZYDIS_CATEGORY_RET) {
         if (!s->sp_exact || w * 8 != cpu_stack_width(sr) ||
-            !slot_value(v, cpu_stack_base(sr) + r.rsp, w, s, &val))
+            !slot_value(v, cpu_stack_base(sr) + r.rsp, w, s, &val, memory))
             return false;
     } else if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
         if (written(s, ops[0].reg.value) || is_sp(ops[0].reg.value) || cpu_register(&r, ops[0].reg.value, &val))
@@ -277,6 +279,7 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
             cpu_operand_address(&at, in, &ops[0], &ea) < 0 || stores_hit(&s->st, 0, v, ea, w) ||
             cpu_read_linear(v, ea, &val, w) < 0)
             return false;
+        *memory = true;
     } else {
         return false;
     }
@@ -284,9 +287,9 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
         val = (uint32_t)val;
     if (mode == MODE_LONG64 ? !cpu_canonical(sr, val) : val > sr->cs.limit)
         return false;
-    *target = s->cs_base + val;
+    *to = s->cs_base + val;
     if (mode != MODE_LONG64)
-        *target = (uint32_t)*target;
+        *to = (uint32_t)*to;
     return true;
 }
 
@@ -302,7 +305,7 @@ int known_branch_ends(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
     case VBTS_KIND_JCC:
         return STRETCH_END_JCC;
     case VBTS_KIND_RET: case VBTS_KIND_JMP_IND: case VBTS_KIND_CALL_IND:
-        if (target(v, lin, in, ops, s, &p->target))
+        if (target(v, lin, in, ops, s, &p->target, &s->mem_targets))
             return -1;
         return p->kind == VBTS_KIND_RET ? STRETCH_END_RET : STRETCH_END_INDIRECT;
     default:
@@ -331,6 +334,22 @@ void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstru
     if (in->mnemonic == ZYDIS_MNEMONIC_STAC || in->mnemonic == ZYDIS_MNEMONIC_CLAC)
         s->ac_changed = true;
     note_call(lin, in, s);
+}
+
+/* [lin, lin + n) is guest RAM (an access elsewhere exits to the monitor mid-stretch). */
+static bool ram(const struct cpu_view *v, uint64_t lin, uint64_t n)
+{
+    struct gmem_paging pg;
+    cpu_paging(v->sregs, &pg);
+    for (uint64_t at = lin, end; at < lin + n; at = end) {
+        uint64_t gpa;
+        end = (at | 0xfff) + 1;
+        if (end > lin + n)
+            end = lin + n;
+        if (gmem_translate(v->mem, &pg, at, &gpa) != GMEM_OK || !gmem_contains(v->mem, gpa, end - at))
+            return false;
+    }
+    return true;
 }
 
 /* Where a memory operand reads or writes: [*lo, *lo + *n), or false if not known. */
@@ -376,7 +395,7 @@ uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const Zydis
         uint64_t lo, n;
         struct delivery d;
         if (access_range(&at, in, &ops[i], s, &lo, &n) && cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) &&
-            !stores_remap(&s->st, 0, v, lo, n) &&
+            lo + n > lo && ram(v, lo, n) && !stores_remap(&s->st, 0, v, lo, n) &&
             fault_page(v, lo, n, ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE, &d) == FAULT_NONE)
             safe |= 1u << i;
     }

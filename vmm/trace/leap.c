@@ -202,10 +202,33 @@ static void emit_before(struct trace_vcpu *t, unsigned i, int leaf)
         window_emit_branch(t, s->rec[k].from, s->rec[k].to, s->rec[k].kind, s->cpl);
 }
 
+/* A loop run whole: `done` rounds, then the next one's records up to `upto`. */
+static void emit_rounds(struct trace_vcpu *t, uint64_t done, unsigned upto)
+{
+    const struct stretch *s = &t->leap.s;
+    for (uint64_t k = 0; k <= done; k++)
+        for (unsigned i = 0; i < (k < done ? s->nrec : upto); i++)
+            window_emit_branch(t, s->rec[i].from, s->rec[i].to, s->rec[i].kind, s->cpl);
+}
+
+/* How many rounds of the loop in flight are behind the vCPU, at instruction i (its counter says). */
+static uint64_t rounds_done(const struct trace_vcpu *t, unsigned i)
+{
+    const struct stretch *s = &t->leap.s;
+    uint64_t now = 0;
+    cpu_register(&t->cpu->run->s.regs.regs, (ZydisRegister)s->counter, &now);
+    now = s->counter_bits == 32 ? (uint32_t)now : now;
+    uint64_t done = s->counter_start - now - (i > s->counted);
+    return done < s->rounds ? done : s->rounds - 1;
+}
+
 /* The records of what ran before instruction i, on whichever path it lies. */
 static void emit_upto(struct trace_vcpu *t, unsigned i)
 {
-    emit_before(t, i, stretch_path_of(&t->leap.s, i));
+    if (t->leap.s.rounds)
+        emit_rounds(t, rounds_done(t, i), t->leap.s.recs_before[i]);
+    else
+        emit_before(t, i, stretch_path_of(&t->leap.s, i));
 }
 
 /*
@@ -258,6 +281,15 @@ static bool sp_moved(const struct trace_vcpu *t, const struct cpu_view *v, const
     return cpu_stack_width(v->sregs) == 64 ? v->regs->rsp == want : (uint32_t)v->regs->rsp == (uint32_t)want;
 }
 
+/* A loop run whole ends with its counter at 0. */
+static bool counted_out(const struct trace_vcpu *t, const struct cpu_view *v)
+{
+    const struct stretch *s = &t->leap.s;
+    uint64_t now;
+    return cpu_register(v->regs, (ZydisRegister)s->counter, &now) == 0 &&
+           (s->counter_bits == 32 ? (uint32_t)now : now) == 0;
+}
+
 enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
 {
     struct cpu_view v;
@@ -275,12 +307,17 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     if (hits && leaf >= 0 && !sp_moved(t, &v, &s->leaf[leaf])) {
         r = lost(t, "the stack pointer is not where the stretch leaves it (an event nobody watched, "
                  "a double fault?)", rip);
+    } else if (hits && leaf >= 0 && s->rounds && !counted_out(t, &v)) {
+        r = lost(t, "a loop's counter is not where its rounds leave it", rip);
     } else if (hits && leaf >= 0) {
         const struct stretch_leaf *l = &s->leaf[leaf];
         t->leap.ends[l->why]++;
-        emit_before(t, s->nins, leaf);
+        if (s->rounds)
+            emit_rounds(t, s->rounds - 1, s->nprefix_rec);
+        else
+            emit_before(t, s->nins, leaf);
         if (v.regs->rflags & RFLAGS_IF)     /* a stretch never changes IF */
-            t->leap.insns += s->nprefix + (l->last - l->first);
+            t->leap.insns += s->rounds ? s->rounds * s->nins : s->nprefix + (l->last - l->first);
         r = 0;
     } else if (hits && h < t->leap.s.nh) {
         t->leap.caught++;

@@ -51,6 +51,7 @@ enum stretch_end {
     STRETCH_END_HANDLERS,       /* an exception with no breakpoint slot left, or a delivery that faults */
     STRETCH_END_LOOP,           /* code it ran already: a breakpoint there would fire early */
     STRETCH_END_LIMIT,          /* its length, the window's stop, code it may have written */
+    STRETCH_END_ROUNDS,         /* the exit of a loop it ran whole */
     STRETCH_END_KINDS
 };
 
@@ -82,7 +83,19 @@ struct stretch {
     unsigned nleaf;                         /* its paths' ends (1: no fork; end, sp_*, why are leaf[0]'s) */
     struct stretch_leaf leaf[STRETCH_MAX_LEAVES];
     unsigned nprefix, nprefix_rec;          /* instructions and records common to every path */
-    uint64_t fork_at;                       /* planning: the conditional branch it forks at (0: none) */
+    uint64_t fork_at;                       /* planning: the conditional branch it forks at (0: none), */
+    bool fork_taken;                        /* ...taken there (a loop's way back) */
+    /*
+     * A loop run whole: ins[] and rec[] are one round (back to ins[0] by the
+     * conditional branch at ins[nprefix]), run `rounds` times but the last,
+     * which ends at that branch, not taken: the leaf.  The round counts
+     * `counter` (a ZydisRegister, `counter_bits` wide) down from
+     * counter_start to 0, once each round, at ins[counted].
+     */
+    uint64_t rounds, counter_start;
+    uint16_t counter;
+    uint8_t counter_bits;
+    unsigned counted;
     const struct stretch *avoid;            /* planning: a path this one must not run into */
     int cpl;
     uint64_t cs_base;                       /* an exception frame's return address is CS-relative */
@@ -100,6 +113,7 @@ struct stretch {
     struct { int64_t sp_delta; uint64_t ret; unsigned nst; } call[STRETCH_MAX_CALLS];  /* there, st.n then */
     bool alone;                             /* stretch_opts.alone */
     bool ac_changed;                        /* a STAC or CLAC: SMAP's verdicts from RFLAGS.AC no longer hold */
+    bool mem_targets;                       /* a target was read from memory (not a call's own push) */
     unsigned nseed;                         /* st's first ranges: what the host writes */
     enum stretch_end why;                   /* what it ends at */
     /* Last, so that a copy takes the part in use (stretch_copy). */

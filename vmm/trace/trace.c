@@ -443,7 +443,7 @@ void trace_exit_causes(const struct trace *t, char *buf, size_t len)
     static const char *const name[STRETCH_END_KINDS] = {
         [STRETCH_END_JCC] = "jcc", [STRETCH_END_RET] = "ret", [STRETCH_END_INDIRECT] = "indirect",
         [STRETCH_END_CUT] = "cut", [STRETCH_END_STORE] = "store", [STRETCH_END_HANDLERS] = "handlers",
-        [STRETCH_END_LOOP] = "loop", [STRETCH_END_LIMIT] = "limit",
+        [STRETCH_END_LOOP] = "loop", [STRETCH_END_LIMIT] = "limit", [STRETCH_END_ROUNDS] = "rounds",
     };
     uint64_t ends[STRETCH_END_KINDS] = { 0 }, caught = 0, probes = 0, steps = 0;
     for (int i = 0; i < t->vm->ncpus; i++) {

@@ -69,12 +69,15 @@ static void check_plan(const struct cpu_view *v, const struct stretch *s)
                    "a handler's breakpoint on the way");
     fuzz_check(s->nrec <= s->nins, "more records than instructions");
     fuzz_check(s->nleaf >= 1 && s->nleaf <= STRETCH_MAX_LEAVES && s->nprefix <= s->nins, "%u leaves", s->nleaf);
-    fuzz_check(s->nleaf == 1 || s->nh + 2 <= STRETCH_MAX_HANDLERS + 1, "more breakpoints than DR0-3");
+    fuzz_check(s->nh + (int)s->nleaf <= STRETCH_MAX_HANDLERS + 1, "more breakpoints than DR0-3");
     for (unsigned l = 0; l < s->nleaf; l++) {
         const struct stretch_leaf *f = &s->leaf[l];
         fuzz_check(f->end != rip && stretch_index(s, f->end) < 0, "a leaf's breakpoint would fire on the way");
-        fuzz_check(f->first >= s->nprefix && f->first <= f->last && f->last <= s->nins &&
-                   f->rec_first <= f->rec_last && f->rec_last <= s->nrec, "a leaf's ranges");
+        for (unsigned g = 0; g < f->nseg && g < 2; g++)
+            fuzz_check(f->seg[g].first >= s->nprefix && f->seg[g].first <= f->seg[g].last &&
+                       f->seg[g].last <= s->nins && f->seg[g].rec_first <= f->seg[g].rec_last &&
+                       f->seg[g].rec_last <= s->nrec, "a leaf's ranges");
+        fuzz_check(f->nseg <= 2, "%u segments", f->nseg);
         for (int i = 0; i < s->nh; i++)
             fuzz_check(s->handler[i] != f->end, "a handler at a leaf");
         for (unsigned m = 0; m < l; m++)

@@ -187,7 +187,7 @@ int leap_before_run(struct trace_vcpu *t)
     return arm(t, DEBUG_MAX_BP - others, cpu_linear_ip(v.regs, v.sregs));
 }
 
-/* The records of what ran before instruction i of the stretch (i == nins: none of a path's own; leaf: its end). */
+/* The records of what ran before instruction i of the stretch on the way to `leaf` (i == nins: all of it). */
 static void emit_before(struct trace_vcpu *t, unsigned i, int leaf)
 {
     const struct stretch *s = &t->leap.s;
@@ -197,9 +197,14 @@ static void emit_before(struct trace_vcpu *t, unsigned i, int leaf)
     if (leaf < 0)
         return;
     const struct stretch_leaf *l = &s->leaf[leaf];
-    unsigned upto = i < l->last ? s->recs_before[i] : l->rec_last;
-    for (unsigned k = l->rec_first; k < upto && k < s->nrec; k++)
-        window_emit_branch(t, s->rec[k].from, s->rec[k].to, s->rec[k].kind, s->cpl);
+    for (unsigned g = 0; g < l->nseg; g++) {
+        bool in = i >= l->seg[g].first && i < l->seg[g].last;
+        unsigned upto = in ? s->recs_before[i] : l->seg[g].rec_last;
+        for (unsigned k = l->seg[g].rec_first; k < upto && k < s->nrec; k++)
+            window_emit_branch(t, s->rec[k].from, s->rec[k].to, s->rec[k].kind, s->cpl);
+        if (in)
+            return;
+    }
 }
 
 /* A loop run whole: `done` rounds, then the next one's records up to `upto`. */
@@ -281,6 +286,13 @@ static bool sp_moved(const struct trace_vcpu *t, const struct cpu_view *v, const
     return cpu_stack_width(v->sregs) == 64 ? v->regs->rsp == want : (uint32_t)v->regs->rsp == (uint32_t)want;
 }
 
+static unsigned path_length(const struct stretch_leaf *l, unsigned n)
+{
+    for (unsigned g = 0; g < l->nseg; g++)
+        n += l->seg[g].last - l->seg[g].first;
+    return n;
+}
+
 /* A loop run whole ends with its counter at 0. */
 static bool counted_out(const struct trace_vcpu *t, const struct cpu_view *v)
 {
@@ -317,7 +329,7 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
         else
             emit_before(t, s->nins, leaf);
         if (v.regs->rflags & RFLAGS_IF)     /* a stretch never changes IF */
-            t->leap.insns += s->rounds ? s->rounds * s->nins : s->nprefix + (l->last - l->first);
+            t->leap.insns += s->rounds ? s->rounds * s->nins : path_length(l, s->nprefix);
         r = 0;
     } else if (hits && h < t->leap.s.nh) {
         t->leap.caught++;

@@ -60,17 +60,21 @@ struct stretch_rec {
     uint8_t kind;
 };
 
-/* Paths a stretch may fork into at a conditional branch: one leaf each, under its own breakpoint. */
-#define STRETCH_MAX_LEAVES 2
+/*
+ * Paths a stretch may fork into at conditional branches, two levels deep:
+ * one leaf each, under its own breakpoint.
+ */
+#define STRETCH_MAX_LEAVES 4
 
 /*
- * One path's end.  Its instructions are ins[first, last) after the common
- * ones (ins[0, nprefix)), its records rec[rec_first, rec_last) after the
- * common ones (the taken path's first: the conditional branch's).
+ * One path's end.  Its instructions are the common ones (ins[0, nprefix))
+ * and then each of its segments' ins[first, last), its records likewise
+ * (a taken branch's first in the segment after it).
  */
 struct stretch_leaf {
     uint64_t end;                           /* its breakpoint */
-    unsigned first, last, rec_first, rec_last;
+    unsigned nseg;
+    struct { unsigned first, last, rec_first, rec_last; } seg[2];
     bool sp_exact;                          /* RSP there: RSP at the start plus sp_delta */
     int64_t sp_delta;
     enum stretch_end why;                   /* what ends it */
@@ -96,7 +100,8 @@ struct stretch {
     uint16_t counter;
     uint8_t counter_bits;
     unsigned counted;
-    const struct stretch *avoid;            /* planning: a path this one must not run into */
+    unsigned navoid;                        /* planning: paths this one must not run into */
+    const struct stretch *avoid[STRETCH_MAX_LEAVES];
     int cpl;
     uint64_t cs_base;                       /* an exception frame's return address is CS-relative */
     int nh;
@@ -139,7 +144,7 @@ int stretch_index(const struct stretch *s, uint64_t lin);
 /* The leaf whose end is `lin`, or -1. */
 int stretch_leaf_at(const struct stretch *s, uint64_t lin);
 
-/* The path instruction i lies on: its leaf, or -1 for the common ones (i below nprefix). */
+/* A path instruction i lies on: a leaf of it (ways that share it agree to there), or -1 for the common ones. */
 int stretch_path_of(const struct stretch *s, unsigned i);
 
 #endif

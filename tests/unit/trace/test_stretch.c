@@ -346,17 +346,18 @@ Test(stretch, forks_at_a_conditional_branch_into_two_leaves)
     cr_assert_eq(s.nprefix, 2, "the nop and the jz run on both ways");
     cr_assert_eq(s.nprefix_rec, 0);
     cr_assert_eq(s.leaf[0].end, 0x10007, "taken");
-    cr_assert_eq(s.leaf[0].first, 2);
-    cr_assert_eq(s.leaf[0].last, 3);
-    cr_assert_eq(s.leaf[0].rec_first, 0);
-    cr_assert_eq(s.leaf[0].rec_last, 1, "the jz's record");
+    cr_assert_eq(s.leaf[0].nseg, 1);
+    cr_assert_eq(s.leaf[0].seg[0].first, 2);
+    cr_assert_eq(s.leaf[0].seg[0].last, 3);
+    cr_assert_eq(s.leaf[0].seg[0].rec_first, 0);
+    cr_assert_eq(s.leaf[0].seg[0].rec_last, 1, "the jz's record");
     cr_assert_eq(s.rec[0].from, 0x10001);
     cr_assert_eq(s.rec[0].to, 0x10006);
     cr_assert_eq(s.rec[0].kind, VBTS_KIND_JCC);
     cr_assert_eq(s.leaf[1].end, 0x10004, "not taken");
-    cr_assert_eq(s.leaf[1].first, 3);
-    cr_assert_eq(s.leaf[1].last, 4);
-    cr_assert_eq(s.leaf[1].rec_first, s.leaf[1].rec_last, "no record");
+    cr_assert_eq(s.leaf[1].seg[0].first, 3);
+    cr_assert_eq(s.leaf[1].seg[0].last, 4);
+    cr_assert_eq(s.leaf[1].seg[0].rec_first, s.leaf[1].seg[0].rec_last, "no record");
     cr_assert_eq(stretch_leaf_at(&s, 0x10004), 1);
     cr_assert_eq(stretch_path_of(&s, 1), -1);
     cr_assert_eq(stretch_path_of(&s, 2), 0);
@@ -377,7 +378,7 @@ Test(stretch, a_way_that_runs_into_the_other_ends_before_it)
     cr_assert_eq(s.nleaf, 2);
     cr_assert_eq(s.leaf[0].end, 0x10006);
     cr_assert_eq(s.leaf[1].end, 0x10003, "its leaf is its own first instruction: the breakpoint names the way");
-    cr_assert_eq(s.leaf[1].first, s.leaf[1].last);
+    cr_assert_eq(s.leaf[1].seg[0].first, s.leaf[1].seg[0].last);
 }
 
 Test(stretch, leaves_that_coincide_or_lie_on_the_way_make_no_fork)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/stretch.h"
+#include "trace/fork.h"
 #include "trace/known.h"
+#include "trace/rounds.h"
 #include "x86/deliver.h"
 
 #include <stddef.h>
@@ -169,8 +171,8 @@ static bool avoided(const struct stretch *s, uint64_t lin)
 }
 
 /* Add the instruction at lin if it fits; false: the stretch ends before it, s->why says why. */
-static bool extend(const struct cpu_view *v, uint64_t lin, int max, const uint64_t *stop,
-                   struct stretch *s, uint64_t *next)
+bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint64_t *stop,
+                    struct stretch *s, uint64_t *next)
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
@@ -274,11 +276,11 @@ static void watch_df(const struct cpu_view *v, int max, struct stretch *s)
 }
 
 /* Extend s from `from` as far as it goes, to `limit` instructions at most; its end then. */
-static void run(const struct cpu_view *v, int max, const uint64_t *stop, unsigned limit, uint64_t from,
-                struct stretch *s)
+void stretch_run(const struct cpu_view *v, int max, const uint64_t *stop, unsigned limit, uint64_t from,
+                 struct stretch *s)
 {
     uint64_t next = from;
-    while (s->nins < limit && extend(v, next, max, stop, s, &next))
+    while (s->nins < limit && stretch_extend(v, next, max, stop, s, &next))
         ;
     if (s->nins == limit && limit < STRETCH_MAX_INSNS)
         s->why = STRETCH_END_LOOP;      /* cut short: it ended at code it runs twice, or a handler's */
@@ -286,12 +288,12 @@ static void run(const struct cpu_view *v, int max, const uint64_t *stop, unsigne
 }
 
 /* One path from the fork at s (common part: ins[0, base)), cut short while its leaf lies on the way of another. */
-static bool path(const struct cpu_view *v, int max, const uint64_t *stop, unsigned base, unsigned limit, uint64_t from,
-                 const struct stretch *s, struct stretch *out)
+bool stretch_path(const struct cpu_view *v, int max, const uint64_t *stop, unsigned base, unsigned limit,
+                  uint64_t from, const struct stretch *s, struct stretch *out)
 {
     for (;;) {
         stretch_copy(out, s);
-        run(v, max, stop, limit, from, out);
+        stretch_run(v, max, stop, limit, from, out);
         /* Its leaf on the way of the common part, or of the other path: cut one short, so that it is not. */
         if (stretch_index(s, out->end) < 0 && stretch_index(out, out->end) < 0 && !avoided(out, out->end))
             return true;
@@ -299,306 +301,6 @@ static bool path(const struct cpu_view *v, int max, const uint64_t *stop, unsign
             return false;
         limit = out->nins - 1;
     }
-}
-
-/* Instructions a loop run whole may take: interrupts wait for its end (BLOCKIRQ), where IF would let them in. */
-#define STRETCH_LOOP_INSNS_IF 4096
-#define STRETCH_LOOP_INSNS (1u << 22)
-
-/* Does the instruction at lin write (any part of) the general register r64? */
-static bool writes(const struct cpu_view *v, uint64_t lin, ZydisRegister r64)
-{
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    const char *why;
-    if (cpu_decode(v, lin, &in, ops, &why) < 0)
-        return true;
-    for (unsigned i = 0; i < in.operand_count; i++)
-        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
-            ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].reg.value) == r64)
-            return true;
-    return false;
-}
-
-/*
- * The register that counts a loop's rounds down to 0, at the conditional
- * branch j back to its head (`loop`: RCX or ECX) or at the instruction
- * before it (`dec r` or `sub r, 1`, then `jnz`); false for other loops.
- */
-static bool counter_of(const struct cpu_view *v, const struct stretch *s, uint64_t j, ZydisRegister *r,
-                       unsigned *bits, unsigned *at)
-{
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    const char *why;
-    if (cpu_decode(v, j, &in, ops, &why) < 0)
-        return false;
-    if (in.mnemonic == ZYDIS_MNEMONIC_LOOP) {
-        *r = ZYDIS_REGISTER_RCX;
-        *bits = in.address_width;
-        *at = s->nins;
-        return *bits == 32 || *bits == 64;
-    }
-    if (in.mnemonic != ZYDIS_MNEMONIC_JNZ || s->nins == 0 ||
-        cpu_decode(v, s->ins[s->nins - 1], &in, ops, &why) < 0 || ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
-        (in.mnemonic != ZYDIS_MNEMONIC_DEC && !(in.mnemonic == ZYDIS_MNEMONIC_SUB &&
-                                                ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[1].imm.value.u == 1)))
-        return false;
-    *r = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[0].reg.value);
-    *bits = ops[0].size;
-    *at = s->nins - 1;
-    return (*bits == 32 || *bits == 64) && *r != ZYDIS_REGISTER_RSP;
-}
-
-/*
- * The stretch ends at a conditional branch back to its own start, through
- * code known at plan time, and a register counts the rounds down: it is
- * one round of a loop, which runs whole under one breakpoint at its exit.
- * Sound where every round is the first: no handler to watch, RSP back
- * where it was, no target read from memory after the first round, the counter written by no
- * other instruction (nothing else of the round depends on it, or on any
- * register the round writes: the planner cuts there).  The planner then
- * sees a second round, its first one's stores noted, exactly as the first
- * and each round after it as the second.
- */
-static bool loop_rounds(const struct cpu_view *v, int max, const uint64_t *stop, struct stretch *out)
-{
-    static __thread struct stretch a, r2;
-    uint64_t j = out->end, c;
-    ZydisRegister r;
-    unsigned bits, at;
-    if (!out->alone || out->nh || !out->sp_exact || !counter_of(v, out, j, &r, &bits, &at))
-        return false;
-    for (unsigned i = 0; i < out->nins; i++)
-        if (i != at && writes(v, out->ins[i], r))
-            return false;
-    if (cpu_register(v->regs, r, &c) < 0)
-        return false;
-    c = bits == 32 ? (uint32_t)c : c;
-    stretch_copy(&a, out);
-    a.fork_at = j;
-    a.fork_taken = true;
-    run(v, max, stop, STRETCH_MAX_INSNS, j, &a);
-    unsigned np = out->nins;
-    uint64_t cap = (v->regs->rflags & RFLAGS_IF) ? STRETCH_LOOP_INSNS_IF : STRETCH_LOOP_INSNS;
-    if (a.end != out->ins[0] || a.why != STRETCH_END_LOOP || a.nh || !a.sp_exact || a.sp_delta ||
-        a.nins <= np || c < 2 || c > cap / a.nins)
-        return false;
-    for (unsigned i = np + 1; i < a.nins; i++)
-        if (writes(v, a.ins[i], r))
-            return false;
-    uint64_t exit = a.ins[np] == j ? j : 0, len;
-    struct branch_pred p;
-    const char *why;
-    if (!exit || branch_predict_at(v, j, &p, &why) < 0)
-        return false;
-    len = p.len;
-    exit = j + len;
-    /* The second round, as the planner sees it after the first. */
-    stretch_copy(&r2, &a);
-    r2.nins = r2.nrec = 0;
-    r2.mem_targets = false;     /* the first round's may have (a slot pushed before it), not the second's */
-    run(v, max, stop, a.nins, out->ins[0], &r2);
-    if (r2.nins != a.nins || r2.end != out->ins[0] || r2.nrec != a.nrec || r2.nh || !r2.sp_exact || r2.sp_delta ||
-        r2.mem_targets || memcmp(r2.ins, a.ins, a.nins * sizeof(a.ins[0])) ||
-        memcmp(r2.recs_before, a.recs_before, a.nins) || stretch_index(&a, exit) >= 0)
-        return false;
-    for (unsigned k = 0; k < a.nrec; k++)
-        if (r2.rec[k].from != a.rec[k].from || r2.rec[k].to != a.rec[k].to || r2.rec[k].kind != a.rec[k].kind)
-            return false;
-    int64_t sp = out->sp_delta;
-    stretch_copy(out, &a);
-    out->rounds = c;
-    out->counter = (uint16_t)r;
-    out->counter_bits = (uint8_t)bits;
-    out->counter_start = c;
-    out->counted = at;
-    out->nprefix = np;
-    out->nprefix_rec = a.recs_before[np];
-    out->end = exit;
-    out->sp_delta = sp;
-    out->why = STRETCH_END_ROUNDS;
-    out->fork_at = 0;
-    out->fork_taken = false;
-    out->nleaf = 1;
-    out->leaf[0] = (struct stretch_leaf){ .end = exit, .sp_exact = true, .sp_delta = sp, .why = STRETCH_END_ROUNDS };
-    return true;
-}
-
-/* A path of a fork being planned: its stretch (everything on the way to its leaf) and where its own part starts. */
-struct way {
-    struct stretch s;
-    unsigned from, rec_from;        /* its own instructions and records in s */
-    struct stretch *fork;           /* where it forks again (its branch added), or NULL */
-    struct way *sub[2];             /* ...its two ways on */
-};
-
-/* The two ways on from the conditional branch that ends `at`: false (nothing changed) if they cannot be told apart. */
-static bool split(const struct cpu_view *v, int max, const uint64_t *stop, unsigned room, struct stretch *t,
-                  const struct stretch *at, struct way *w[2], const struct stretch *const *others, unsigned nothers)
-{
-    struct branch_pred p;
-    const char *why;
-    uint64_t j = at->end, next;
-    if (at->why != STRETCH_END_JCC || at->nh > max || room < 3 ||
-        branch_predict_at(v, j, &p, &why) < 0 || p.kind != VBTS_KIND_JCC || !p.target_known)
-        return false;
-    /* A target the CPU refuses (#GP at the branch) is left to it. */
-    uint64_t ip = p.target - at->cs_base;
-    if (cpu_mode(v->sregs) == MODE_LONG64 ? !cpu_canonical(v->sregs, ip) : ip > v->sregs->cs.limit)
-        return false;
-    stretch_copy(t, at);
-    t->fork_at = j;
-    t->navoid = nothers;
-    for (unsigned i = 0; i < nothers; i++)
-        t->avoid[i] = others[i];
-    if (!extend(v, j, max, stop, t, &next))
-        return false;
-    unsigned base = t->nins, share = (room - 1) / 2;
-    /* Taken: the branch's record first. */
-    t->rec[t->nrec++] = (struct stretch_rec){ j, p.target, VBTS_KIND_JCC };
-    if (!path(v, max, stop, base, base + share, p.target, t, &w[0]->s))
-        return false;
-    t->nrec--;
-    /* The other way avoids this one, and sees its handlers and stores. */
-    t->avoid[t->navoid++] = &w[0]->s;
-    t->nh = w[0]->s.nh;
-    memcpy(t->handler, w[0]->s.handler, sizeof(t->handler));
-    memcpy(t->vectors, w[0]->s.vectors, sizeof(t->vectors));
-    t->st = w[0]->s.st;
-    if (!path(v, max, stop, base, base + share, next, t, &w[1]->s) || w[0]->s.end == w[1]->s.end)
-        return false;
-    w[0]->from = w[1]->from = base;
-    w[0]->rec_from = w[1]->rec_from = t->nrec;     /* the taken way's: the branch's record first */
-    w[0]->fork = w[1]->fork = NULL;
-    return true;
-}
-
-/* Append s's instructions from `from` and records from `rec_from` to f: the segment they make. */
-static void append(struct stretch *f, const struct stretch *s, unsigned from, unsigned rec_from, unsigned seg[4])
-{
-    unsigned n = s->nins - from, nr = s->nrec - rec_from;
-    seg[0] = f->nins;
-    seg[2] = f->nrec;
-    memcpy(&f->ins[f->nins], &s->ins[from], n * sizeof(f->ins[0]));
-    for (unsigned i = 0; i < n; i++)
-        f->recs_before[f->nins + i] = (uint8_t)(s->recs_before[from + i] - rec_from + f->nrec);
-    memcpy(&f->rec[f->nrec], &s->rec[rec_from], nr * sizeof(f->rec[0]));
-    f->nins += n;
-    f->nrec += nr;
-    seg[1] = f->nins;
-    seg[3] = f->nrec;
-}
-
-static void add_leaf(struct stretch *f, const struct stretch *s, unsigned nseg, const unsigned seg[2][4])
-{
-    struct stretch_leaf *l = &f->leaf[f->nleaf++];
-    *l = (struct stretch_leaf){ .end = s->end, .nseg = nseg, .sp_exact = s->sp_exact, .sp_delta = s->sp_delta,
-                                .why = s->why };
-    for (unsigned k = 0; k < nseg; k++) {
-        l->seg[k].first = seg[k][0];
-        l->seg[k].last = seg[k][1];
-        l->seg[k].rec_first = seg[k][2];
-        l->seg[k].rec_last = seg[k][3];
-    }
-}
-
-/*
- * At the conditional branch that ends it, the stretch may go on along
- * both ways, each to a leaf of its own, and each of those again where
- * breakpoint slots are left: the breakpoint that fires names the way the
- * CPU went.  That holds while no leaf, and no handler, lies on the way to
- * another (nor on the common part), and no instruction is on two ways (an
- * exception's frame names one).  Each way gets half of what instructions
- * are left to it, and the handler slots its leaves leave.
- */
-static void fork_paths(const struct cpu_view *v, int max, const uint64_t *stop, struct stretch *out)
-{
-    static __thread struct stretch t, deep[2], f;
-    static __thread struct way ways[6];
-    struct way *top[2] = { &ways[0], &ways[1] };
-    if (!split(v, max - 1, stop, STRETCH_MAX_INSNS - out->nins, &t, out, top, NULL, 0))
-        return;
-    unsigned leaves = 2, base = top[0]->from;
-    unsigned used = base + (top[0]->s.nins - base) + (top[1]->s.nins - base);
-    const struct stretch *latest = &top[1]->s;     /* planned last: every handler and store so far */
-    /* Two levels: each way forks again where slots and instructions are left, avoiding every other way. */
-    for (unsigned k = 0; k < 2; k++) {
-        struct way *sub[2] = { &ways[2 + 2 * k], &ways[3 + 2 * k] };
-        const struct stretch *others[2];
-        struct way *o = top[1 - k];
-        unsigned n = 0;
-        if (o->fork) {
-            others[n++] = &o->sub[0]->s;
-            others[n++] = &o->sub[1]->s;
-        } else {
-            others[n++] = &o->s;
-        }
-        unsigned room = STRETCH_MAX_INSNS > used ? (STRETCH_MAX_INSNS - used) / (k ? 1 : 2) : 0;
-        struct stretch *in = &top[k]->s;
-        in->nh = latest->nh;
-        memcpy(in->handler, latest->handler, sizeof(in->handler));
-        memcpy(in->vectors, latest->vectors, sizeof(in->vectors));
-        in->st = latest->st;
-        if (max - (int)leaves < 0 || !split(v, max - (int)leaves, stop, room, &deep[k], in, sub, others, n))
-            continue;
-        top[k]->fork = &deep[k];
-        top[k]->sub[0] = sub[0];
-        top[k]->sub[1] = sub[1];
-        used += 1 + (sub[0]->s.nins - sub[0]->from) + (sub[1]->s.nins - sub[1]->from);
-        latest = &sub[1]->s;
-        leaves++;
-    }
-    /* The tree: the common part and its branch, then each way's own part (and branch), then its ways on. */
-    stretch_copy(&f, out);
-    f.ins[f.nins] = out->end;
-    f.recs_before[f.nins++] = (uint8_t)out->nrec;
-    f.nprefix = f.nins;
-    f.nprefix_rec = f.nrec;
-    f.nleaf = 0;
-    for (unsigned k = 0; k < 2; k++) {
-        struct way *w = top[k];
-        unsigned seg[2][4];
-        if (!w->fork) {
-            append(&f, &w->s, w->from, w->rec_from, seg[0]);
-            add_leaf(&f, &w->s, 1, seg);
-            continue;
-        }
-        unsigned head[4];
-        append(&f, w->fork, w->from, w->rec_from, head);
-        for (unsigned i = 0; i < 2; i++) {
-            memcpy(seg[0], head, sizeof(head));
-            append(&f, &w->sub[i]->s, w->sub[i]->from, w->sub[i]->rec_from, seg[1]);
-            add_leaf(&f, &w->sub[i]->s, 2, seg);
-        }
-    }
-    f.nh = latest->nh;
-    memcpy(f.handler, latest->handler, sizeof(f.handler));
-    memcpy(f.vectors, latest->vectors, sizeof(f.vectors));
-    f.st = latest->st;
-    /* No handler on any way, nor at a leaf (a breakpoint there fires on arrival); leaves apart. */
-    for (unsigned l = 0; l < f.nleaf; l++) {
-        if (stretch_index(&f, f.leaf[l].end) >= 0)
-            return;
-        for (unsigned m = 0; m < l; m++)
-            if (f.leaf[m].end == f.leaf[l].end)
-                return;
-        for (int i = 0; i < f.nh; i++)
-            if (f.handler[i] == f.leaf[l].end)
-                return;
-    }
-    for (int i = 0; i < f.nh; i++)
-        if (stretch_index(&f, f.handler[i]) >= 0)
-            return;
-    if (f.nh + (int)f.nleaf > max + 1 || f.nins > STRETCH_MAX_INSNS)
-        return;
-    f.end = f.leaf[0].end;
-    f.sp_exact = f.leaf[0].sp_exact;
-    f.sp_delta = f.leaf[0].sp_delta;
-    f.why = f.leaf[0].why;
-    f.fork_at = 0;
-    f.navoid = 0;
-    stretch_copy(out, &f);
 }
 
 bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out)
@@ -618,7 +320,7 @@ bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct
         out->nseed = out->st.n;
         out->cpl = cpu_cpl(v->sregs);
         out->cs_base = cpu_code_base(v->sregs);
-        run(v, max_handlers, o->stop, limit, lin, out);
+        stretch_run(v, max_handlers, o->stop, limit, lin, out);
         if (out->nins == 0)
             return false;
         int cut = conflict(out);
@@ -633,8 +335,8 @@ bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct
     out->nleaf = 1;
     out->leaf[0] = (struct stretch_leaf){ .end = out->end, .sp_exact = out->sp_exact, .sp_delta = out->sp_delta,
                                           .why = out->why };
-    if (o->fork && out->why == STRETCH_END_JCC && !loop_rounds(v, max_handlers, o->stop, out))
-        fork_paths(v, max_handlers, o->stop, out);
+    if (o->fork && out->why == STRETCH_END_JCC && !rounds_plan(v, max_handlers, o->stop, out))
+        fork_plan(v, max_handlers, o->stop, out);
     if (out->nleaf == 1)
         watch_df(v, max_handlers, out);
     return true;

@@ -138,6 +138,22 @@ void stretch_copy(struct stretch *dst, const struct stretch *src);
  */
 bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out);
 
+/*
+ * The planner's steps, for its forks (trace/fork.h) and loops
+ * (trace/rounds.h).  stretch_extend: add the instruction at lin if it
+ * fits (at most max handlers), else false and s->why says why.
+ * stretch_run: extend from `from` as far as it goes, to `limit`
+ * instructions at most, and set s->end.  stretch_path: one way on from a
+ * fork at s (its common part ins[0, base)), cut short while its leaf
+ * lies on the way of another; false if it cannot be.
+ */
+bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint64_t *stop,
+                    struct stretch *s, uint64_t *next);
+void stretch_run(const struct cpu_view *v, int max, const uint64_t *stop, unsigned limit, uint64_t from,
+                 struct stretch *s);
+bool stretch_path(const struct cpu_view *v, int max, const uint64_t *stop, unsigned base, unsigned limit,
+                  uint64_t from, const struct stretch *s, struct stretch *out);
+
 /* Where `lin` lies on the stretch: its index, or -1. */
 int stretch_index(const struct stretch *s, uint64_t lin);
 

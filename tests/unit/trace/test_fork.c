@@ -3,36 +3,13 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../x86/machine.h"
+#include "plan.h"
 #include "trace/fork.h"
 #include "vbts/format.h"
 
 TestSuite(fork, .init = machine_setup, .fini = machine_teardown);
 
-static struct stretch s;
-
-/* One 64-bit gate per exception a stretch of ours may raise: #DE, #SS, #GP, #PF. */
-static void gates(void)
-{
-    gate64(0, 0x30000, 0x08, 0xe, 0, 0);
-    gate64(12, 0x31000, 0x08, 0xe, 0, 0);
-    gate64(13, 0x32000, 0x08, 0xe, 0, 0);
-    gate64(14, 0x33000, 0x08, 0xe, 0, 0);
-}
-
-static bool plan(int max_handlers, const uint64_t *stop, bool alone)
-{
-    const struct stretch_opts o = { max_handlers, stop, alone, NULL, false };
-    return stretch_plan(&view, &o, &s);
-}
-
 /* Forks at a conditional branch: both ways planned, each to a leaf of its own. */
-
-static bool plan_fork(int max_handlers)
-{
-    const struct stretch_opts o = { max_handlers, NULL, true, NULL, true };
-    return stretch_plan(&view, &o, &s);
-}
 
 Test(fork, forks_at_a_conditional_branch_into_two_leaves)
 {

@@ -3,19 +3,11 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../x86/machine.h"
+#include "plan.h"
 #include "trace/rounds.h"
 #include "vbts/format.h"
 
 TestSuite(rounds, .init = machine_setup, .fini = machine_teardown);
-
-static struct stretch s;
-
-static bool plan_fork(int max_handlers)
-{
-    const struct stretch_opts o = { max_handlers, NULL, true, NULL, true };
-    return stretch_plan(&view, &o, &s);
-}
 
 Test(rounds, a_counted_loop_runs_whole_to_its_exit)
 {

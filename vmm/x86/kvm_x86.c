@@ -305,8 +305,8 @@ int kvm_x86_host_writes(struct vcpu *cpu, struct kvm_x86_area *a, int max)
         int r = ioctl(cpu->fd, KVM_GET_MSRS, &g);
         if (r < 0)
             return error_fail_errno("KVM_GET_MSRS (KVM's PV area %#x) on vCPU %d", pv[i].msr, cpu->index);
-        /* 0: a host without it, which writes nothing there. */
-        if (r == 1 && (g.e.data & 1))
+        /* 0: a host without it, which writes nothing there.  The two kvmclock MSRs read as one. */
+        if (r == 1 && (g.e.data & 1) && !(n && a[n - 1].gpa == (g.e.data & pv[i].mask)))
             a[n++] = (struct kvm_x86_area){ g.e.data & pv[i].mask, pv[i].len };
     }
     return n;

@@ -8,6 +8,7 @@
 #include <linux/kvm.h>
 
 #include "core/vm.h"
+#include "x86/arch.h"
 #include "x86/cpu.h"
 #include "x86/host.h"
 #include "x86/hostcompat.h"
@@ -73,5 +74,31 @@ Test(hostcompat, halted_only_right_after_a_hlt)
         cr_assert_eq(ioctl(cpu->fd, KVM_GET_MP_STATE, &mp), 0);
         cr_assert_eq(mp.mp_state, cases[i].halted ? KVM_MP_STATE_HALTED : KVM_MP_STATE_RUNNABLE, "case %zu", i);
     }
+    kvm_vm_destroy(&vm);
+}
+
+/*
+ * LSTAR and the IDT are read before every run until a tracer that sees
+ * each instruction follows the vCPU; then only once it says one loaded an
+ * MSR or the IDT (and once when it starts to follow: what ran before is
+ * not known).
+ */
+Test(hostcompat, a_follower_spares_the_reads_until_an_msr_or_idt_load)
+{
+    struct vm vm;
+    kvm_vm_create(&vm, 1, true);
+    struct vcpu *cpu = &vm.vcpus[0];
+    struct hostcompat_vcpu *hc = &arch_vcpu(cpu)->hc;
+    cr_assert_not(hc->followed);
+    hostcompat_follow(cpu, true);
+    cr_assert(hc->followed);
+    cr_assert(hc->recheck, "read once as it starts to follow");
+    hc->recheck = false;
+    hostcompat_follow(cpu, true);
+    cr_assert_not(hc->recheck, "still following: nothing new");
+    hostcompat_recheck(cpu);
+    cr_assert(hc->recheck);
+    hostcompat_follow(cpu, false);
+    cr_assert_not(hc->followed, "untraced: read before every run again");
     kvm_vm_destroy(&vm);
 }

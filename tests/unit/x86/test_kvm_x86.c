@@ -89,3 +89,31 @@ Test(kvm_x86, steal_time_hidden_from_a_traced_guest)
     kvm_x86_destroy(&traced);
     vm_fini(&traced);
 }
+
+/*
+ * What KVM writes into guest memory at its entries: the kvmclock page
+ * where the guest's MSR puts it (bit 0 on), nothing where it is off.  A
+ * host without kvmclock refuses the MSR and writes nothing.
+ */
+Test(kvm_x86, the_areas_kvm_writes_are_where_the_msrs_put_them)
+{
+    struct vcpu *cpu = &vm.vcpus[0];
+    struct kvm_x86_area a[KVM_X86_MAX_AREAS];
+    cr_assert_eq(kvm_x86_host_writes(cpu, a, KVM_X86_MAX_AREAS), 0, "none set up yet");
+    struct {
+        struct kvm_msrs h;
+        struct kvm_msr_entry e;
+    } m = { .h.nmsrs = 1, .e = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = 0x5000 | 1 } };
+    int set = ioctl(cpu->fd, KVM_SET_MSRS, &m);
+    int n = kvm_x86_host_writes(cpu, a, KVM_X86_MAX_AREAS);
+    if (set == 1) {
+        cr_assert_eq(n, 1);
+        cr_assert_eq(a[0].gpa, 0x5000);
+        cr_assert_eq(a[0].len, 32);
+        m.e.data = 0x5000;      /* off */
+        cr_assert_eq(ioctl(cpu->fd, KVM_SET_MSRS, &m), 1);
+        cr_assert_eq(kvm_x86_host_writes(cpu, a, KVM_X86_MAX_AREAS), 0);
+    } else {
+        cr_assert_eq(n, 0, "the host has no kvmclock: it writes nothing");
+    }
+}

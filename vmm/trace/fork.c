@@ -24,8 +24,7 @@ static bool split(const struct cpu_view *v, int max, const uint64_t *stop, unsig
         branch_predict_at(v, j, &p, &why) < 0 || p.kind != VBTS_KIND_JCC || !p.target_known)
         return false;
     /* A target the CPU refuses (#GP at the branch) is left to it. */
-    uint64_t ip = p.target - at->cs_base;
-    if (cpu_mode(v->sregs) == MODE_LONG64 ? !cpu_canonical(v->sregs, ip) : ip > v->sregs->cs.limit)
+    if (!cpu_ip_allowed(v->sregs, p.target - at->cs_base))
         return false;
     stretch_copy(t, at);
     t->fork_at = j;

@@ -285,7 +285,7 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
     }
     if (w == 4)
         val = (uint32_t)val;
-    if (mode == MODE_LONG64 ? !cpu_canonical(sr, val) : val > sr->cs.limit)
+    if (!cpu_ip_allowed(sr, val))
         return false;
     *to = s->cs_base + val;
     if (mode != MODE_LONG64)

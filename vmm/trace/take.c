@@ -48,7 +48,7 @@ bool take_branch(const struct cpu_view *v, const struct branch_pred *p, struct k
         return false;
     /* A target outside the code segment (non-canonical in 64-bit mode) is a #GP at the branch. */
     uint64_t ip = p->taken ? p->target - cs_base : 0;
-    if (mode == MODE_LONG64 ? !cpu_canonical(sr, ip) : ip > sr->cs.limit)
+    if (!cpu_ip_allowed(sr, ip))
         return false;
     for (unsigned i = 0; i < in.operand_count_visible; i++) {
         uint64_t ea;

@@ -34,6 +34,11 @@ bool cpu_canonical(const struct kvm_sregs *s, uint64_t a)
     return (uint64_t)((int64_t)(a << (64 - bits)) >> (64 - bits)) == a;
 }
 
+bool cpu_ip_allowed(const struct kvm_sregs *s, uint64_t ip)
+{
+    return cpu_mode(s) == MODE_LONG64 ? cpu_canonical(s, ip) : ip <= s->cs.limit;
+}
+
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s)
 {
     switch (cpu_mode(s)) {

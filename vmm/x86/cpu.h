@@ -53,6 +53,8 @@ void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
 /* A linear address is canonical for the paging depth CR4.LA57 selects (57 or 48 bits). */
 bool cpu_canonical(const struct kvm_sregs *s, uint64_t a);
+/* A branch may go to offset ip: canonical in 64-bit mode, within CS's limit elsewhere (else #GP at the branch). */
+bool cpu_ip_allowed(const struct kvm_sregs *s, uint64_t ip);
 /* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
 uint64_t cpu_code_base(const struct kvm_sregs *s);
 uint64_t cpu_stack_base(const struct kvm_sregs *s);

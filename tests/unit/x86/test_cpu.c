@@ -60,6 +60,19 @@ Test(cpu, modes_and_linear_ip)
     cr_assert_eq(cpu_stack_width(&sregs), 16);
 }
 
+Test(cpu, where_a_branch_may_go)
+{
+    cr_assert(cpu_ip_allowed(&sregs, 0x00007fffffffffffull));
+    cr_assert_not(cpu_ip_allowed(&sregs, 0x0000800000000000ull), "not canonical: #GP in 64-bit mode");
+    cr_assert(cpu_ip_allowed(&sregs, 0xffff800000000000ull));
+    sregs.cs.l = 0;
+    sregs.cs.db = 1;
+    sregs.efer = 0;
+    sregs.cs.limit = 0xfffff;
+    cr_assert(cpu_ip_allowed(&sregs, 0xfffff));
+    cr_assert_not(cpu_ip_allowed(&sregs, 0x100000), "past CS's limit");
+}
+
 Test(cpu, the_stack_top_is_as_wide_as_the_stack_segment)
 {
     regs.rsp = 0xffff800000012345ull;

@@ -40,6 +40,19 @@ static bool is_sp(ZydisRegister r)
     return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) == ZYDIS_REGISTER_RSP;
 }
 
+/*
+ * The registers the instruction at lin computes its operands from, as far
+ * as the stretch knows them: its own RIP, and RSP where the stretch knows
+ * where it left it; others it wrote are not known (written()).
+ */
+static void regs_at(const struct cpu_view *v, uint64_t lin, const struct stretch *s, struct kvm_regs *r)
+{
+    *r = *v->regs;
+    r->rip = lin - s->cs_base;
+    if (s->sp_exact)
+        r->rsp = cpu_sp_add(v->sregs, v->regs->rsp, s->sp_delta);
+}
+
 /* A push's slot, or a call's, below RSP as the stretch has it: the bytes it writes, exactly. */
 static bool pushes(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op, const struct stretch *s)
 {
@@ -63,12 +76,9 @@ bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
                        const ZydisDecodedOperand *ops, struct stretch *s)
 {
     uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
-    /* Its operands as it computes them: its own RIP, RSP where the stretch knows it; other registers it wrote are not known. */
-    struct kvm_regs r = *v->regs;
+    struct kvm_regs r;
     struct cpu_view at = { v->mem, &r, v->sregs };
-    r.rip = lin - s->cs_base;
-    if (s->sp_exact)
-        r.rsp = cpu_sp_add(v->sregs, v->regs->rsp, s->sp_delta);
+    regs_at(v, lin, s, &r);
     for (unsigned i = 0; i < in->operand_count; i++) {
         uint64_t ea, slack = 0, n = ops[i].size / 8, span;
         if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
@@ -262,10 +272,9 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
     if ((mode != MODE_LONG64 && mode != MODE_PROT32 && mode != MODE_COMPAT32) || (sr->cr4 & CR4_CET) ||
         w * 8 != (mode == MODE_LONG64 ? 64u : 32u))
         return false;
-    struct kvm_regs r = *v->regs;
+    struct kvm_regs r;
     struct cpu_view at = { v->mem, &r, v->sregs };
-    r.rip = lin - s->cs_base;
-    r.rsp = cpu_sp_add(sr, v->regs->rsp, s->sp_delta);
+    regs_at(v, lin, s, &r);
     if (in->meta.category == ZYDIS_CATEGORY_RET) {
         if (!s->sp_exact || w * 8 != cpu_stack_width(sr) ||
             !slot_value(v, cpu_stack_base(sr) + r.rsp, w, s, &val, memory))
@@ -336,22 +345,6 @@ void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstru
     note_call(lin, in, s);
 }
 
-/* [lin, lin + n) is guest RAM (an access elsewhere exits to the monitor mid-stretch). */
-static bool ram(const struct cpu_view *v, uint64_t lin, uint64_t n)
-{
-    struct gmem_paging pg;
-    cpu_paging(v->sregs, &pg);
-    for (uint64_t at = lin, end; at < lin + n; at = end) {
-        uint64_t gpa;
-        end = (at | 0xfff) + 1;
-        if (end > lin + n)
-            end = lin + n;
-        if (gmem_translate(v->mem, &pg, at, &gpa) != GMEM_OK || !gmem_contains(v->mem, gpa, end - at))
-            return false;
-    }
-    return true;
-}
-
 /* Where a memory operand reads or writes: [*lo, *lo + *n), or false if not known. */
 static bool access_range(const struct cpu_view *at, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op,
                          const struct stretch *s, uint64_t *lo, uint64_t *n)
@@ -386,16 +379,17 @@ uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const Zydis
     if (!s->alone || s->ac_changed || cpu_mode(sr) != MODE_LONG64 || (sr->cr4 & (CR4_PKE | CR4_PKS)) ||
         in->meta.category == ZYDIS_CATEGORY_STRINGOP || (in->attributes & ZYDIS_ATTRIB_HAS_REP))
         return 0;
-    struct kvm_regs r = *v->regs;
+    struct kvm_regs r;
     struct cpu_view at = { v->mem, &r, v->sregs };
-    r.rip = lin - s->cs_base;
-    r.rsp = cpu_sp_add(sr, v->regs->rsp, s->sp_delta);
+    regs_at(v, lin, s, &r);
     uint32_t safe = 0;
     for (unsigned i = 0; i < in->operand_count && i < 32; i++) {
         uint64_t lo, n;
+        uint8_t bytes[16];
         struct delivery d;
+        /* Mapped and in RAM, as a read shows: an access elsewhere exits to the monitor mid-stretch. */
         if (access_range(&at, in, &ops[i], s, &lo, &n) && cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) &&
-            lo + n > lo && ram(v, lo, n) && !stores_remap(&s->st, 0, v, lo, n) &&
+            lo + n > lo && cpu_read_linear(v, lo, bytes, n) == 0 && !stores_remap(&s->st, 0, v, lo, n) &&
             fault_page(v, lo, n, ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE, &d) == FAULT_NONE)
             safe |= 1u << i;
     }

@@ -13,6 +13,15 @@ struct way {
     struct way *sub[2];             /* ...its two ways on */
 };
 
+/* dst watches the handlers, and knows the stores, of every way planned up to src. */
+static void inherit(struct stretch *dst, const struct stretch *src)
+{
+    dst->nh = src->nh;
+    memcpy(dst->handler, src->handler, sizeof(dst->handler));
+    memcpy(dst->vectors, src->vectors, sizeof(dst->vectors));
+    dst->st = src->st;
+}
+
 /* The two ways on from the conditional branch that ends `at`: false (nothing changed) if they cannot be told apart. */
 static bool split(const struct cpu_view *v, int max, const uint64_t *stop, unsigned room, struct stretch *t,
                   const struct stretch *at, struct way *w[2], const struct stretch *const *others, unsigned nothers)
@@ -41,10 +50,7 @@ static bool split(const struct cpu_view *v, int max, const uint64_t *stop, unsig
     t->nrec--;
     /* The other way avoids this one, and sees its handlers and stores. */
     t->avoid[t->navoid++] = &w[0]->s;
-    t->nh = w[0]->s.nh;
-    memcpy(t->handler, w[0]->s.handler, sizeof(t->handler));
-    memcpy(t->vectors, w[0]->s.vectors, sizeof(t->vectors));
-    t->st = w[0]->s.st;
+    inherit(t, &w[0]->s);
     if (!stretch_path(v, max, stop, base, base + share, next, t, &w[1]->s) || w[0]->s.end == w[1]->s.end)
         return false;
     w[0]->from = w[1]->from = base;
@@ -108,10 +114,7 @@ static void assemble(struct stretch *f, const struct stretch *out, struct way *c
             add_leaf(f, &w->sub[i]->s, 2, seg);
         }
     }
-    f->nh = latest->nh;
-    memcpy(f->handler, latest->handler, sizeof(f->handler));
-    memcpy(f->vectors, latest->vectors, sizeof(f->vectors));
-    f->st = latest->st;
+    inherit(f, latest);
 }
 
 /* No handler on any way, nor at a leaf (a breakpoint there fires on arrival); leaves apart; DR0-3 enough. */
@@ -166,10 +169,7 @@ void fork_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct s
         }
         unsigned room = STRETCH_MAX_INSNS > used ? (STRETCH_MAX_INSNS - used) / (k ? 1 : 2) : 0;
         struct stretch *in = &top[k]->s;
-        in->nh = latest->nh;
-        memcpy(in->handler, latest->handler, sizeof(in->handler));
-        memcpy(in->vectors, latest->vectors, sizeof(in->vectors));
-        in->st = latest->st;
+        inherit(in, latest);
         if (max - (int)leaves < 0 || !split(v, max - (int)leaves, stop, room, &deep[k], in, sub, others, n))
             continue;
         top[k]->fork = &deep[k];

@@ -6,8 +6,7 @@
 #include "vbts/format.h"
 #include "x86/fault.h"
 
-/* The general register r is part of, as a bit of stretch.written: 0 if it is none. */
-static uint32_t gpr_bit(ZydisRegister r)
+uint32_t known_gpr_bit(ZydisRegister r)
 {
     if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
         return 0;
@@ -15,10 +14,19 @@ static uint32_t gpr_bit(ZydisRegister r)
     return id >= 0 && id < 32 ? 1u << id : 0;
 }
 
+uint32_t known_gprs_written(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+    uint32_t m = 0;
+    for (unsigned i = 0; i < in->operand_count; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            m |= known_gpr_bit(ops[i].reg.value);
+    return m;
+}
+
 /* Does an instruction before this one in the stretch write r (any part of it)? */
 static bool written(const struct stretch *s, ZydisRegister r)
 {
-    return s->written & gpr_bit(r);
+    return s->written & known_gpr_bit(r);
 }
 
 /* A REP STOS or MOVS stores RCX elements from RDI on, up or down by DF: how many bytes either way. */
@@ -207,14 +215,10 @@ static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction 
                         struct stretch *s)
 {
     note_sp(v, in, ops, s);
+    s->written |= known_gprs_written(in, ops);
     for (unsigned i = 0; i < in->operand_count; i++) {
-        ZydisRegister r = ops[i].reg.value;
-        uint32_t bit = ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_bit(r) : 0;
-        if (!bit || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            continue;
-        s->written |= bit;
-        if (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) != ZYDIS_REGISTER_RSP ||
-            s->sp_span == ~0ull)
+        if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
+            !is_sp(ops[i].reg.value) || s->sp_span == ~0ull)
             continue;
         /* A push, pop, call moves it by its width: where it points stays within reach. */
         switch (in->mnemonic) {

@@ -12,6 +12,11 @@
 
 #include "trace/stretch.h"
 
+/* The general register r is part of, as a bit of stretch.written: 0 if it is none. */
+uint32_t known_gpr_bit(ZydisRegister r);
+/* The general registers (any part of them) an instruction writes, as such bits. */
+uint32_t known_gprs_written(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops);
+
 /*
  * The instruction at lin may store into the IDT (the handlers watched were
  * read from it), into an APIC's page, or where the stretch cannot bound:

@@ -216,14 +216,19 @@ static void emit_rounds(struct trace_vcpu *t, uint64_t done, unsigned upto)
             window_emit_branch(t, s->rec[i].from, s->rec[i].to, s->rec[i].kind, s->cpl);
 }
 
+/* The loop's counter in r, as wide as the loop counts it. */
+static uint64_t counter(const struct stretch *s, const struct kvm_regs *r)
+{
+    uint64_t now = 0;
+    cpu_register(r, (ZydisRegister)s->counter, &now);
+    return s->counter_bits == 32 ? (uint32_t)now : now;
+}
+
 /* How many rounds of the loop in flight are behind the vCPU, at instruction i (its counter says). */
 static uint64_t rounds_done(const struct trace_vcpu *t, unsigned i)
 {
     const struct stretch *s = &t->leap.s;
-    uint64_t now = 0;
-    cpu_register(&t->cpu->run->s.regs.regs, (ZydisRegister)s->counter, &now);
-    now = s->counter_bits == 32 ? (uint32_t)now : now;
-    uint64_t done = s->counter_start - now - (i > s->counted);
+    uint64_t done = s->counter_start - counter(s, &t->cpu->run->s.regs.regs) - (i > s->counted);
     return done < s->rounds ? done : s->rounds - 1;
 }
 
@@ -293,15 +298,6 @@ static unsigned path_length(const struct stretch_leaf *l, unsigned n)
     return n;
 }
 
-/* A loop run whole ends with its counter at 0. */
-static bool counted_out(const struct trace_vcpu *t, const struct cpu_view *v)
-{
-    const struct stretch *s = &t->leap.s;
-    uint64_t now;
-    return cpu_register(v->regs, (ZydisRegister)s->counter, &now) == 0 &&
-           (s->counter_bits == 32 ? (uint32_t)now : now) == 0;
-}
-
 enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
 {
     struct cpu_view v;
@@ -319,7 +315,7 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     if (hits && leaf >= 0 && !sp_moved(t, &v, &s->leaf[leaf])) {
         r = lost(t, "the stack pointer is not where the stretch leaves it (an event nobody watched, "
                  "a double fault?)", rip);
-    } else if (hits && leaf >= 0 && s->rounds && !counted_out(t, &v)) {
+    } else if (hits && leaf >= 0 && s->rounds && counter(s, v.regs) != 0) {     /* a loop ends at 0 */
         r = lost(t, "a loop's counter is not where its rounds leave it", rip);
     } else if (hits && leaf >= 0) {
         const struct stretch_leaf *l = &s->leaf[leaf];

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/rounds.h"
+#include "trace/known.h"
 
 #include <string.h>
 
@@ -9,19 +10,13 @@
 #define ROUNDS_INSNS_IF 4096
 #define ROUNDS_INSNS (1u << 22)
 
-/* Does the instruction at lin write (any part of) the general register r64? */
-static bool writes(const struct cpu_view *v, uint64_t lin, ZydisRegister r64)
+/* Does the instruction at lin write (any part of) the general register r? */
+static bool writes(const struct cpu_view *v, uint64_t lin, ZydisRegister r)
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     const char *why;
-    if (cpu_decode(v, lin, &in, ops, &why) < 0)
-        return true;
-    for (unsigned i = 0; i < in.operand_count; i++)
-        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
-            ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].reg.value) == r64)
-            return true;
-    return false;
+    return cpu_decode(v, lin, &in, ops, &why) < 0 || (known_gprs_written(&in, ops) & known_gpr_bit(r));
 }
 
 /*

@@ -457,9 +457,10 @@ void trace_exit_causes(const struct trace *t, char *buf, size_t len)
     buf[0] = 0;
     for (int k = 0; k < STRETCH_END_KINDS && n < len; k++)
         n += (size_t)snprintf(buf + n, len - n, "%" PRIu64 " %s, ", ends[k], name[k]);
+    probes = probes < steps ? probes : steps;   /* each probe is a step */
     if (n < len)
-        snprintf(buf + n, len - n, "%" PRIu64 " exception, %" PRIu64 " probe, %" PRIu64 " step", caught,
-                 probes < steps ? probes : steps, steps - (probes < steps ? probes : steps));
+        snprintf(buf + n, len - n, "%" PRIu64 " exception, %" PRIu64 " probe, %" PRIu64 " step", caught, probes,
+                 steps - probes);
 }
 
 void trace_free(struct trace *t)

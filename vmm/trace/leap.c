@@ -228,7 +228,7 @@ static uint64_t counter(const struct stretch *s, const struct kvm_regs *r)
 static uint64_t rounds_done(const struct trace_vcpu *t, unsigned i)
 {
     const struct stretch *s = &t->leap.s;
-    uint64_t done = s->counter_start - counter(s, &t->cpu->run->s.regs.regs) - (i > s->counted);
+    uint64_t done = s->rounds - counter(s, &t->cpu->run->s.regs.regs) - (i > s->counted);
     return done < s->rounds ? done : s->rounds - 1;
 }
 

@@ -86,13 +86,11 @@ bool rounds_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct
     for (unsigned i = np + 1; i < a.nins; i++)
         if (writes(v, a.ins[i], r))
             return false;
-    uint64_t exit = a.ins[np] == j ? j : 0, len;
     struct branch_pred p;
     const char *why;
-    if (!exit || branch_predict_at(v, j, &p, &why) < 0)
+    if (a.ins[np] != j || branch_predict_at(v, j, &p, &why) < 0)
         return false;
-    len = p.len;
-    exit = j + len;
+    uint64_t exit = j + p.len;
     /* The second round, as the planner sees it after the first. */
     stretch_copy(&r2, &a);
     r2.nins = r2.nrec = 0;
@@ -110,7 +108,6 @@ bool rounds_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct
     out->rounds = c;
     out->counter = (uint16_t)r;
     out->counter_bits = (uint8_t)bits;
-    out->counter_start = c;
     out->counted = at;
     out->nprefix = np;
     out->nprefix_rec = a.recs_before[np];

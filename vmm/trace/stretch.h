@@ -94,9 +94,9 @@ struct stretch {
      * conditional branch at ins[nprefix]), run `rounds` times but the last,
      * which ends at that branch, not taken: the leaf.  The round counts
      * `counter` (a ZydisRegister, `counter_bits` wide) down from
-     * counter_start to 0, once each round, at ins[counted].
+     * `rounds` to 0, once each round, at ins[counted].
      */
-    uint64_t rounds, counter_start;
+    uint64_t rounds;
     uint16_t counter;
     uint8_t counter_bits;
     unsigned counted;

@@ -57,7 +57,7 @@ struct leap_state {
     uint64_t let_in_ns;         /* when a step last let interrupts in */
     uint64_t insns;             /* instructions run since */
     struct stores host;         /* guest memory KVM writes at entries (kvm_x86_host_writes)... */
-    bool host_known;            /* ...read since the last WRMSR */
+    bool host_known;            /* ...read since the last WRMSR (trace.c tell_loads) */
     uint64_t ends[STRETCH_END_KINDS];   /* stops at a stretch's end, by what ended it */
     uint64_t caught;            /* stops at a handler: an exception of the stretch */
     uint64_t probes;            /* steps that let interrupts in */
@@ -107,7 +107,7 @@ struct trace_vcpu {
     bool started;               /* seen out of the wait for INIT/SIPI (or never in it) */
     bool sipi_wait;             /* ...and seen in it, at the RIP of its reset, not the SIPI's */
     bool halted_off;            /* the step ran a HLT with interrupts off: an NMI or INIT must wake it */
-    bool loads_msr;             /* the run before this one stepped a WRMSR or LIDT (tell_hostcompat) */
+    bool loads_msr;             /* the run before this one stepped a WRMSR or LIDT (tell_loads) */
     unsigned runs_unchecked;    /* ...runs since host-compat last read LSTAR */
     uint64_t cr3;               /* guest context of the last step */
     uint64_t start_ns;          /* monotonic time of this vCPU's START */

@@ -52,8 +52,6 @@ static int lost(struct trace_vcpu *t, const char *what, uint64_t rip)
 static int step_one(struct trace_vcpu *t, bool let_in)
 {
     t->leap.probes += let_in;
-    if (t->pred_valid && t->pred.mnemonic == ZYDIS_MNEMONIC_WRMSR)
-        t->leap.host_known = false;     /* it may move kvmclock's page, or steal time's */
     if (let_in || t->tr->be->steps_let_in) {
         t->leap.let_in_ns = clock_monotonic_ns();
         t->leap.insns = 0;

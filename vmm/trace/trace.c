@@ -129,14 +129,17 @@ static void start_reachable(struct trace_vcpu *t)
 }
 
 /*
- * Host-compat need not read LSTAR and the IDT before every run while the
- * engine sees each instruction: only once one that loads an MSR or the
- * IDT has run (it was stepped in the run before), and every 16th run in
- * case a host ran one inside another's step.
+ * A WRMSR or LIDT the engine stepped in the run before has run now: the
+ * guest may have moved the areas KVM writes (kvmclock, steal time: the
+ * branch engine reads them again) and set LSTAR or its IDT, which
+ * host-compat reads only then while the engine sees every instruction,
+ * and every 16th run in case a host ran one inside another's step.
  */
-static void tell_hostcompat(struct trace_vcpu *t, bool before)
+static void tell_loads(struct trace_vcpu *t, bool before)
 {
     if (before) {
+        if (t->loads_msr)
+            t->leap.host_known = false;
         if (t->loads_msr || ++t->runs_unchecked >= 16) {
             hostcompat_recheck(t->cpu);
             t->runs_unchecked = 0;
@@ -167,9 +170,9 @@ static int pre_run(struct trace_vcpu *t)
 static int on_pre_run(struct vcpu *cpu, void *ctx)
 {
     struct trace_vcpu *t = of(ctx, cpu);
-    tell_hostcompat(t, true);
+    tell_loads(t, true);
     int r = pre_run(t);
-    tell_hostcompat(t, false);
+    tell_loads(t, false);
     return r;
 }
 

@@ -134,8 +134,8 @@ static enum gmem_xlate walk64(const struct gmem *m, uint64_t table, int levels,
     return GMEM_OK;
 }
 
-static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
-                            uint64_t *gpa, struct gmem_access *a, enum mark mk)
+static enum gmem_xlate walk_now(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                                uint64_t *gpa, struct gmem_access *a, enum mark mk)
 {
     *a = (struct gmem_access){ .write = true, .user = true, .exec = true };
     if (!(pg->cr0 & CR0_PG)) {
@@ -182,6 +182,57 @@ static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, 
     mark_entry(m, at, 4, mk, true);
     *gpa = (pte & 0xfffff000u) | (lin & 0xfff);
     return GMEM_OK;
+}
+
+/*
+ * Walks remembered while this thread's caller reads guest memory and
+ * writes none (gmem_memo_begin): the branch engine's planner walks the
+ * same few pages for each instruction it plans.
+ */
+#define MEMO_SIZE 32
+static __thread struct memo {
+    unsigned epoch;
+    const struct gmem *m;
+    struct gmem_paging pg;
+    uint64_t page, gpa;         /* the page's linear and guest-physical addresses */
+    enum gmem_xlate r;
+    struct gmem_access a;
+} memo[MEMO_SIZE];
+static __thread unsigned memo_epoch, memo_last;    /* memo_epoch 0: not remembering */
+
+void gmem_memo_begin(void)
+{
+    if (++memo_last == 0) {
+        memset(memo, 0, sizeof(memo));
+        memo_last = 1;
+    }
+    memo_epoch = memo_last;
+}
+
+void gmem_memo_end(void)
+{
+    memo_epoch = 0;
+}
+
+unsigned gmem_memo_epoch(void)
+{
+    return memo_epoch;
+}
+
+static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,
+                            uint64_t *gpa, struct gmem_access *a, enum mark mk)
+{
+    if (mk != MARK_NONE || !memo_epoch)
+        return walk_now(m, pg, lin, gpa, a, mk);
+    uint64_t page = lin & ~0xfffull;
+    struct memo *e = &memo[(page >> 12) % MEMO_SIZE];
+    if (e->epoch != memo_epoch || e->page != page || e->m != m || memcmp(&e->pg, pg, sizeof(*pg))) {
+        *e = (struct memo){ .epoch = memo_epoch, .m = m, .pg = *pg, .page = page };
+        e->r = walk_now(m, pg, page, &e->gpa, &e->a, mk);
+    }
+    *a = e->a;
+    *gpa = e->gpa | (lin & 0xfff);
+    return e->r;
 }
 
 enum gmem_xlate gmem_walk(const struct gmem *m, const struct gmem_paging *pg, uint64_t lin,

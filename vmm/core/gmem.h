@@ -73,6 +73,16 @@ enum gmem_xlate gmem_walk(const struct gmem *m, const struct gmem_paging *pg, ui
                           uint64_t *gpa, struct gmem_access *a);
 
 /*
+ * Between these, this thread reads guest memory and writes none, nor
+ * does anyone else: walks (gmem_walk, gmem_translate, the linear reads)
+ * are remembered by page.  The branch engine's planner.
+ */
+void gmem_memo_begin(void);
+void gmem_memo_end(void);
+/* Between them, a number no other such span of this thread has had; else 0. */
+unsigned gmem_memo_epoch(void);
+
+/*
  * The walk the CPU makes for the guest's own access, which the caller has
  * found allowed: it sets the accessed bit in every entry used and, for a
  * write, the dirty bit in the last.  The monitor's own reads use the walks

@@ -6,6 +6,7 @@
 
 #include "vbts/format.h"
 #include "vbts/le.h"
+#include "x86/eval.h"
 #include "x86/fault.h"
 
 static uint64_t width_mask(unsigned bits)
@@ -15,35 +16,17 @@ static uint64_t width_mask(unsigned bits)
 
 static bool cond_taken(const ZydisDecodedInstruction *in, const struct kvm_regs *r)
 {
-    uint64_t f = r->rflags;
-    bool cf = f & RFLAGS_CF, zf = f & RFLAGS_ZF, sf = f & RFLAGS_SF;
-    bool of = f & RFLAGS_OF, pf = f & RFLAGS_PF;
     uint64_t count = r->rcx & width_mask(in->address_width);
-
+    bool zf = r->rflags & RFLAGS_ZF;
+    struct eval_regs e;
     switch (in->mnemonic) {
-    case ZYDIS_MNEMONIC_JO:   return of;
-    case ZYDIS_MNEMONIC_JNO:  return !of;
-    case ZYDIS_MNEMONIC_JB:   return cf;
-    case ZYDIS_MNEMONIC_JNB:  return !cf;
-    case ZYDIS_MNEMONIC_JZ:   return zf;
-    case ZYDIS_MNEMONIC_JNZ:  return !zf;
-    case ZYDIS_MNEMONIC_JBE:  return cf || zf;
-    case ZYDIS_MNEMONIC_JNBE: return !cf && !zf;
-    case ZYDIS_MNEMONIC_JS:   return sf;
-    case ZYDIS_MNEMONIC_JNS:  return !sf;
-    case ZYDIS_MNEMONIC_JP:   return pf;
-    case ZYDIS_MNEMONIC_JNP:  return !pf;
-    case ZYDIS_MNEMONIC_JL:   return sf != of;
-    case ZYDIS_MNEMONIC_JNL:  return sf == of;
-    case ZYDIS_MNEMONIC_JLE:  return zf || sf != of;
-    case ZYDIS_MNEMONIC_JNLE: return !zf && sf == of;
-    case ZYDIS_MNEMONIC_JCXZ:
-    case ZYDIS_MNEMONIC_JECXZ:
-    case ZYDIS_MNEMONIC_JRCXZ: return count == 0;
     case ZYDIS_MNEMONIC_LOOP:  return count != 1;
     case ZYDIS_MNEMONIC_LOOPE: return count != 1 && zf;
     case ZYDIS_MNEMONIC_LOOPNE: return count != 1 && !zf;
-    default: return true;
+    default:
+        /* Every flag known: the condition is the evaluator's (x86/eval.h), a jump not one it knows is taken. */
+        eval_init(&e, r);
+        return eval_cond(in, &e) != 0;
     }
 }
 
@@ -125,12 +108,10 @@ static uint8_t classify(const ZydisDecodedInstruction *in, const ZydisDecodedOpe
     }
 }
 
-/* Decode at `lin` and fill what needs no register state: kind, length, hints. */
-static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
-                          ZydisDecodedOperand *ops, struct branch_pred *p, const char **why)
+/* What needs no register state, of the instruction decoded at `lin`: kind, length, hints. */
+static void predict_common(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                           const ZydisDecodedOperand *ops, struct branch_pred *p)
 {
-    if (cpu_decode(v, lin, in, ops, why))
-        return -1;
     memset(p, 0, sizeof(*p));
     p->cpl = cpu_cpl(v->sregs);
     p->from = lin;
@@ -147,7 +128,6 @@ static int predict_common(const struct cpu_view *v, uint64_t lin, ZydisDecodedIn
         (in->mnemonic == ZYDIS_MNEMONIC_POP && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
          ops[0].reg.value == ZYDIS_REGISTER_SS))
         p->shadow = true;
-    return 0;
 }
 
 /* Relative and far-pointer branches: the target is in the instruction itself. */
@@ -263,8 +243,9 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (predict_common(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, p, why))
+    if (cpu_decode(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, why))
         return -1;
+    predict_common(v, cpu_linear_ip(v->regs, v->sregs), &in, ops, p);
     if (p->kind == VBTS_KIND_UNKNOWN) {
         unsigned err;
         int vec;
@@ -342,17 +323,25 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
 int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
                       const char **why)
 {
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (predict_common(v, lin, &in, ops, p, why))
+    const ZydisDecodedInstruction *in;
+    const ZydisDecodedOperand *ops;
+    if (cpu_decode_ref(v, lin, &in, &ops, why))
         return -1;
+    branch_predict_decoded(v, lin, in, ops, p);
+    return 0;
+}
+
+void branch_predict_decoded(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                            const ZydisDecodedOperand *ops, struct branch_pred *p)
+{
+    predict_common(v, lin, in, ops, p);
     if (p->kind == VBTS_KIND_UNKNOWN) {
         /* A POPF that ran popped its image from just below RSP. */
         struct kvm_regs r = *v->regs;
         struct cpu_view at = { v->mem, &r, v->sregs };
-        r.rsp -= in.operand_width / 8;
-        debug_effects(&at, &in, ops, p);
-        return 0;
+        r.rsp -= in->operand_width / 8;
+        debug_effects(&at, in, ops, p);
+        return;
     }
     p->taken = true;
     /* The registers as the instruction saw them, where its target depends on them. */
@@ -362,13 +351,13 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
     if (p->kind == VBTS_KIND_JMP || p->kind == VBTS_KIND_CALL || p->kind == VBTS_KIND_JCC) {
         /* RIP-relative targets need the instruction's own RIP, not the current one. */
         r.rip = lin - cs_base;
-        p->target_known = direct_target(&at, &in, ops, &p->target);
+        p->target_known = direct_target(&at, in, ops, &p->target);
     } else if (p->kind == VBTS_KIND_RET) {
         /*
          * The RET has run (a swallowed step): its target is the slot it
          * popped, just below RSP and the imm16 bytes it released.
          */
-        unsigned w = in.operand_width / 8, sw = cpu_stack_width(v->sregs) / 8;
+        unsigned w = in->operand_width / 8, sw = cpu_stack_width(v->sregs) / 8;
         uint64_t imm = ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? ops[0].imm.value.u : 0, val;
         w = w ? w : sw;
         r.rsp -= w + imm;
@@ -377,7 +366,6 @@ int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred
             p->target_known = true;
         }
     }
-    return 0;
 }
 
 bool branch_straight_line(const struct cpu_view *v, uint64_t start, uint64_t end, unsigned max)

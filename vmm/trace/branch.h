@@ -55,6 +55,9 @@ int branch_predict(const struct cpu_view *v, struct branch_pred *p, const char *
  */
 int branch_predict_at(const struct cpu_view *v, uint64_t lin, struct branch_pred *p,
                       const char **why);
+/* The same, for the instruction decoded there (cpu_decode_ref). */
+void branch_predict_decoded(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                            const ZydisDecodedOperand *ops, struct branch_pred *p);
 
 /*
  * True if execution from `start` reaches `end` through at most `max`

@@ -2,6 +2,8 @@
 #include "x86/cpu.h"
 
 #include <Zydis/Zydis.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vbts/le.h"
@@ -145,41 +147,97 @@ size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf)
  * (the lab) Zydis is most of its time.  An entry holds only if its bytes
  * and mode are the ones fetched now.
  */
-#define DECODE_CACHE 128
-static __thread struct decoded {
+#define DECODE_CACHE 2048
+struct decoded {
     uint64_t lin;
     uint8_t n, mode;
+    unsigned epoch;         /* checked against the bytes in this gmem memo's epoch: they cannot change in it */
     uint8_t bytes[ZYDIS_MAX_INSTRUCTION_LENGTH];
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-} decoded[DECODE_CACHE];
+};
+/* A thread's cache, made where it first decodes (the vCPUs'), freed as it ends. */
+static __thread struct decoded *decoded;
+static pthread_key_t decoded_key;
+static pthread_once_t decoded_once = PTHREAD_ONCE_INIT;
 
-int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
-               ZydisDecodedOperand *ops, const char **why)
+static void decoded_key_init(void)
 {
+    if (pthread_key_create(&decoded_key, free) != 0)
+        abort();
+}
+
+static struct decoded *decoded_entry(uint64_t lin)
+{
+    static __thread struct decoded one;     /* without memory for a cache: a cache of one */
+    if (!decoded) {
+        pthread_once(&decoded_once, decoded_key_init);
+        decoded = calloc(DECODE_CACHE, sizeof(*decoded));
+        if (!decoded || pthread_setspecific(decoded_key, decoded) != 0) {
+            free(decoded);
+            decoded = NULL;
+            return &one;
+        }
+    }
+    return &decoded[(lin ^ (lin >> 7)) % DECODE_CACHE];
+}
+
+/* The cache's entry for the instruction at lin, decoded there now; NULL with *why set. */
+static const struct decoded *decode(const struct cpu_view *v, uint64_t lin, const char **why)
+{
+    enum cpu_mode mode = cpu_mode(v->sregs);
+    struct decoded *d = decoded_entry(lin);
+    unsigned epoch = gmem_memo_epoch();
+    if (epoch && d->n && d->epoch == epoch && d->lin == lin && d->mode == (uint8_t)mode)
+        return d;
     uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
     size_t n = cpu_fetch(v, lin, buf);
     if (n == 0) {
         *why = "instruction bytes are not in guest RAM";
-        return -1;
+        return NULL;
     }
-    enum cpu_mode mode = cpu_mode(v->sregs);
-    struct decoded *d = &decoded[(lin ^ (lin >> 7)) % DECODE_CACHE];
     if (d->n && d->lin == lin && d->n == n && d->mode == (uint8_t)mode && memcmp(d->bytes, buf, n) == 0) {
-        *in = d->in;
-        memcpy(ops, d->ops, sizeof(d->ops));
-        return 0;
+        d->epoch = epoch;
+        return d;
     }
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(decoder_for(mode), buf, n, in, ops))) {
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(decoder_for(mode), buf, n, &in, ops))) {
         *why = "instruction does not decode";
-        return -1;
+        return NULL;
     }
     d->lin = lin;
     d->n = (uint8_t)n;
     d->mode = (uint8_t)mode;
+    d->epoch = epoch;
     memcpy(d->bytes, buf, n);
-    d->in = *in;
+    d->in = in;
     memcpy(d->ops, ops, sizeof(d->ops));
+    return d;
+}
+
+int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
+               ZydisDecodedOperand *ops, const char **why)
+{
+    const struct decoded *d = decode(v, lin, why);
+    if (!d)
+        return -1;
+    /* The operands it has, and zeros after them, as Zydis leaves them. */
+    unsigned k = d->in.operand_count;
+    *in = d->in;
+    memcpy(ops, d->ops, k * sizeof(d->ops[0]));
+    memset(&ops[k], 0, (ZYDIS_MAX_OPERAND_COUNT - k) * sizeof(d->ops[0]));
+    return 0;
+}
+
+int cpu_decode_ref(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction **in,
+                   const ZydisDecodedOperand **ops, const char **why)
+{
+    const struct decoded *d = decode(v, lin, why);
+    if (!d)
+        return -1;
+    *in = &d->in;
+    *ops = d->ops;
     return 0;
 }
 
@@ -378,26 +436,46 @@ int cpu_idt_gate_ist(const struct cpu_view *v, unsigned vector)
     return g[4] & 7;
 }
 
+/* Zydis numbers the general registers in encoding order: RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8... */
+static uint64_t gpr(const struct kvm_regs *r, int id)
+{
+    switch (id & 15) {
+    case 0: return r->rax;
+    case 1: return r->rcx;
+    case 2: return r->rdx;
+    case 3: return r->rbx;
+    case 4: return r->rsp;
+    case 5: return r->rbp;
+    case 6: return r->rsi;
+    case 7: return r->rdi;
+    case 8: return r->r8;
+    case 9: return r->r9;
+    case 10: return r->r10;
+    case 11: return r->r11;
+    case 12: return r->r12;
+    case 13: return r->r13;
+    case 14: return r->r14;
+    default: return r->r15;
+    }
+}
+
 int cpu_register(const struct kvm_regs *r, ZydisRegister reg, uint64_t *val)
 {
-    /* Zydis numbers the general registers in encoding order: RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8... */
-    const uint64_t v[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
-                             r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
     int id = ZydisRegisterGetId(reg);
     switch (ZydisRegisterGetClass(reg)) {
     case ZYDIS_REGCLASS_GPR64:
-        *val = v[id & 15];
+        *val = gpr(r, id);
         return 0;
     case ZYDIS_REGCLASS_GPR32:
-        *val = (uint32_t)v[id & 15];
+        *val = (uint32_t)gpr(r, id);
         return 0;
     case ZYDIS_REGCLASS_GPR16:
-        *val = (uint16_t)v[id & 15];
+        *val = (uint16_t)gpr(r, id);
         return 0;
     case ZYDIS_REGCLASS_GPR8:
         if (id < 0 || id >= 4)
             return -1;  /* AH..BH, SPL.. and R8B..: not asked for */
-        *val = (uint8_t)v[id];
+        *val = (uint8_t)gpr(r, id);
         return 0;
     default:
         break;
@@ -422,34 +500,23 @@ const struct kvm_segment *cpu_segment(const struct kvm_sregs *s, ZydisRegister r
     }
 }
 
-static void register_context(ZydisRegisterContext *ctx, const struct kvm_regs *r)
-{
-    static const ZydisRegister gpr[16] = {
-        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
-        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
-        ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
-        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
-    };
-    for (int i = 0; i < 16; i++) {
-        uint64_t v = 0;
-        cpu_register(r, gpr[i], &v);
-        ctx->values[gpr[i]] = v;
-        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR32, (ZyanU8)i)] = (uint32_t)v;
-        ctx->values[ZydisRegisterEncode(ZYDIS_REGCLASS_GPR16, (ZyanU8)i)] = (uint16_t)v;
-    }
-    ctx->values[ZYDIS_REGISTER_RIP] = r->rip;
-    ctx->values[ZYDIS_REGISTER_EIP] = (uint32_t)r->rip;
-    ctx->values[ZYDIS_REGISTER_IP] = (uint16_t)r->rip;
-}
-
 int cpu_operand_address(const struct cpu_view *v, const ZydisDecodedInstruction *in,
                         const ZydisDecodedOperand *op, uint64_t *lin)
 {
-    static __thread ZydisRegisterContext ctx;
-    register_context(&ctx, v->regs);
-    uint64_t ea;
-    if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddressEx(in, op, v->regs->rip, &ctx, &ea)))
+    uint64_t b = 0, x = 0;
+    ZydisRegister base = op->mem.base;
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
         return -1;
+    /* Base, index times scale, displacement, at the address width (as ZydisCalcAbsoluteAddress, without its context's cost). */
+    if (base == ZYDIS_REGISTER_RIP || base == ZYDIS_REGISTER_EIP || base == ZYDIS_REGISTER_IP)
+        b = v->regs->rip + in->length;
+    else if (base != ZYDIS_REGISTER_NONE && cpu_register(v->regs, base, &b) < 0)
+        return -1;
+    if (op->mem.index != ZYDIS_REGISTER_NONE && cpu_register(v->regs, op->mem.index, &x) < 0)
+        return -1;
+    uint64_t ea = b + x * op->mem.scale + (uint64_t)op->mem.disp.value;
+    if (in->address_width < 64)
+        ea &= (1ull << in->address_width) - 1;
     const struct kvm_segment *seg = cpu_segment(v->sregs, op->mem.segment);
     bool long64 = cpu_mode(v->sregs) == MODE_LONG64;
     if (!long64 || seg == &v->sregs->fs || seg == &v->sregs->gs)

@@ -92,6 +92,13 @@ size_t cpu_fetch(const struct cpu_view *v, uint64_t lin, uint8_t *buf);
 int cpu_decode(const struct cpu_view *v, uint64_t lin, ZydisDecodedInstruction *in,
                ZydisDecodedOperand *ops, const char **why);
 /*
+ * The same, not copied: valid until this thread's next decode of another
+ * address (the planner's, under gmem_memo_begin, where the bytes cannot
+ * change).
+ */
+int cpu_decode_ref(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction **in,
+                   const ZydisDecodedOperand **ops, const char **why);
+/*
  * The exception fetching and decoding the instruction at `lin` raises when
  * it does not decode: 14 (#PF) where its bytes run into memory that cannot
  * be read, 13 (#GP) past 15 bytes, 6 (#UD) for an encoding that is no

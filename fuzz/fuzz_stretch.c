@@ -59,7 +59,7 @@ static void set_mode(struct kvm_sregs *s, unsigned mode)
 static void check_plan(const struct cpu_view *v, const struct stretch *s)
 {
     uint64_t rip = cpu_linear_ip(v->regs, v->sregs);
-    fuzz_check(s->nins >= 1 && s->nins <= STRETCH_MAX_INSNS, "%u instructions", s->nins);
+    fuzz_check(s->nins >= 1 && s->nins <= STRETCH_MAX_PATH, "%u instructions", s->nins);
     fuzz_check(s->ins[0] == rip, "a stretch starts at RIP");
     fuzz_check(s->end != rip && stretch_index(s, s->end) < 0,
                "the end's breakpoint would fire on the way");
@@ -86,6 +86,11 @@ static void check_plan(const struct cpu_view *v, const struct stretch *s)
     for (unsigned i = 1; i < s->nins; i++)
         fuzz_check(s->recs_before[i] >= s->recs_before[i - 1] && s->recs_before[i] <= s->nrec,
                    "records out of order");
+    for (unsigned i = 0; i < s->nins; i++) {
+        fuzz_check(s->first[i] == (stretch_index(s, s->ins[i]) == (int)i), "instruction %u: its first time?", i);
+        fuzz_check(s->first[i] || (s->loops && i < s->nprefix && !s->rounds),
+                   "an instruction twice where the stretch does not loop");
+    }
 }
 
 static void check_take(const struct cpu_view *v, const struct branch_pred *p,
@@ -117,9 +122,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     regs.rcx = data[5];
     regs.rflags = 2 | (data[6] & 0xd5) | (uint64_t)(data[7] & 3) << 8;
     struct cpu_view v = { &mem, &regs, &sregs };
-    struct stretch s;
+    static struct stretch s;
+    static uint64_t s_mem[STRETCH_MEM(STRETCH_MAX_PATH) / 8 + 1];
+    stretch_attach(&s, s_mem, STRETCH_MAX_PATH);
     uint64_t stop = regs.rip + (data[7] >> 2);
-    const struct stretch_opts o = { data[7] >> 6, data[7] & 0x20 ? &stop : NULL, data[6] & 0x20, NULL, data[6] & 0x08 };
+    const struct stretch_opts o = { data[7] >> 6, data[7] & 0x20 ? &stop : NULL, data[6] & 0x20, NULL, data[6] & 0x08,
+                                    data[6] & 0x04, data[6] & 0x02 };
     if (stretch_plan(&v, &o, &s))
         check_plan(&v, &s);
     struct branch_pred p;

@@ -61,6 +61,9 @@ struct leap_state {
     uint64_t ends[STRETCH_END_KINDS];   /* stops at a stretch's end, by what ended it */
     uint64_t caught;            /* stops at a handler: an exception of the stretch */
     uint64_t probes;            /* steps that let interrupts in */
+    void *mem;                  /* s's instructions and records */
+    uint64_t long_from;         /* plans from here ran out of room in a loop: they do not run through loops, */
+    unsigned long_skip, long_backoff;   /* ...this many more times (doubling each time they do again) */
 };
 
 /* kvm_pvm's (pvm.c, ustep.c). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/fork.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "vbts/format.h"
@@ -36,6 +37,7 @@ static bool split(const struct cpu_view *v, int max, const uint64_t *stop, unsig
     if (!cpu_ip_allowed(v->sregs, p.target - at->cs_base))
         return false;
     stretch_copy(t, at);
+    t->loops = false;       /* no instruction on two ways, nor twice on one: an exception's frame names it */
     t->fork_at = j;
     t->navoid = nothers;
     for (unsigned i = 0; i < nothers; i++)
@@ -62,14 +64,16 @@ static bool split(const struct cpu_view *v, int max, const uint64_t *stop, unsig
 /* Append s's instructions from `from` and records from `rec_from` to f: the segment they make. */
 static void append(struct stretch *f, const struct stretch *s, unsigned from, unsigned rec_from, unsigned seg[4])
 {
-    unsigned n = s->nins - from, nr = s->nrec - rec_from;
+    unsigned n = s->nins - from, nr = s->nrec - rec_from, base = f->nrec;
     seg[0] = f->nins;
     seg[2] = f->nrec;
-    memcpy(&f->ins[f->nins], &s->ins[from], n * sizeof(f->ins[0]));
-    for (unsigned i = 0; i < n; i++)
-        f->recs_before[f->nins + i] = (uint8_t)(s->recs_before[from + i] - rec_from + f->nrec);
+    if (f->nins + n > f->cap || f->nrec + nr > f->cap)
+        abort();        /* the monitor's bug: the ways share the room they were given */
+    for (unsigned i = 0; i < n; i++) {
+        stretch_append(f, s->ins[from + i]);
+        f->recs_before[f->nins - 1] = (uint16_t)(s->recs_before[from + i] - rec_from + base);
+    }
     memcpy(&f->rec[f->nrec], &s->rec[rec_from], nr * sizeof(f->rec[0]));
-    f->nins += n;
     f->nrec += nr;
     seg[1] = f->nins;
     seg[3] = f->nrec;
@@ -80,6 +84,7 @@ static void add_leaf(struct stretch *f, const struct stretch *s, unsigned nseg, 
     struct stretch_leaf *l = &f->leaf[f->nleaf++];
     *l = (struct stretch_leaf){ .end = s->end, .nseg = nseg, .sp_exact = s->sp_exact, .sp_delta = s->sp_delta,
                                 .why = s->why };
+    stretch_leaf_regs(l, s);
     for (unsigned k = 0; k < nseg; k++) {
         l->seg[k].first = seg[k][0];
         l->seg[k].last = seg[k][1];
@@ -93,8 +98,7 @@ static void assemble(struct stretch *f, const struct stretch *out, struct way *c
                      const struct stretch *latest)
 {
     stretch_copy(f, out);
-    f->ins[f->nins] = out->end;
-    f->recs_before[f->nins++] = (uint8_t)out->nrec;
+    stretch_append(f, out->end);
     f->nprefix = f->nins;
     f->nprefix_rec = f->nrec;
     f->nleaf = 0;
@@ -149,7 +153,19 @@ void fork_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct s
 {
     static __thread struct stretch t, deep[2], f;
     static __thread struct way ways[6];
+    /* Each holds what a stretch without loops may have; the tree, its ways' parts. */
+    static __thread uint64_t mem[9][STRETCH_MEM(STRETCH_MAX_INSNS) / 8 + 1], tree[STRETCH_MEM(2 * STRETCH_MAX_INSNS) / 8 + 1];
     struct way *top[2] = { &ways[0], &ways[1] };
+    if (out->nins + 3 > STRETCH_MAX_INSNS)
+        return;     /* no room left for its ways */
+    if (!f.cap) {
+        stretch_attach(&t, mem[0], STRETCH_MAX_INSNS);
+        stretch_attach(&deep[0], mem[1], STRETCH_MAX_INSNS);
+        stretch_attach(&deep[1], mem[2], STRETCH_MAX_INSNS);
+        for (unsigned i = 0; i < 6; i++)
+            stretch_attach(&ways[i].s, mem[3 + i], STRETCH_MAX_INSNS);
+        stretch_attach(&f, tree, 2 * STRETCH_MAX_INSNS);
+    }
     if (!split(v, max - 1, stop, STRETCH_MAX_INSNS - out->nins, &t, out, top, NULL, 0))
         return;
     unsigned leaves = 2, base = top[0]->from;

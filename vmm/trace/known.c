@@ -1,41 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/known.h"
+#include "trace/loads.h"
 
 #include <string.h>
 
 #include "vbts/format.h"
 #include "x86/fault.h"
 
-uint32_t known_gpr_bit(ZydisRegister r)
-{
-    if (ZydisRegisterGetClass(r) < ZYDIS_REGCLASS_GPR8 || ZydisRegisterGetClass(r) > ZYDIS_REGCLASS_GPR64)
-        return 0;
-    int id = ZydisRegisterGetId(ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r));
-    return id >= 0 && id < 32 ? 1u << id : 0;
-}
+#define SP_BIT (1u << 4)
 
-uint32_t known_gprs_written(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
-{
-    uint32_t m = 0;
-    for (unsigned i = 0; i < in->operand_count; i++)
-        if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            m |= known_gpr_bit(ops[i].reg.value);
-    return m;
-}
-
-/* Does an instruction before this one in the stretch write r (any part of it)? */
+/* Is r (any part of it) not known here: written by an instruction of the stretch it did not compute? */
 static bool written(const struct stretch *s, ZydisRegister r)
 {
-    return s->written & known_gpr_bit(r);
+    return s->now.unknown & eval_gpr_bit(r);
+}
+
+/* A general register's value where the stretch knows it. */
+static bool known_reg(const struct stretch *s, ZydisRegister r, uint64_t *val)
+{
+    return !written(s, r) && eval_get(&s->now, r, val);
 }
 
 /* A REP STOS or MOVS stores RCX elements from RDI on, up or down by DF: how many bytes either way. */
-static bool rep_span(const struct cpu_view *v, const ZydisDecodedInstruction *in, const struct stretch *s,
+static bool rep_span(const struct cpu_view *at, const ZydisDecodedInstruction *in, const struct stretch *s,
                      uint64_t elem, uint64_t *span)
 {
     *span = 0;
     uint64_t n;
-    if (!cpu_rep_count(v, in, &n))
+    if (!cpu_rep_count(at, in, &n))
         return true;
     if (written(s, ZYDIS_REGISTER_RCX) || n > 2 * 4096ull)
         return false;
@@ -45,17 +37,22 @@ static bool rep_span(const struct cpu_view *v, const ZydisDecodedInstruction *in
 
 static bool is_sp(ZydisRegister r)
 {
-    return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) == ZYDIS_REGISTER_RSP;
+    return eval_gpr_bit(r) == 1u << 4;
 }
 
 /*
  * The registers the instruction at lin computes its operands from, as far
- * as the stretch knows them: its own RIP, and RSP where the stretch knows
- * where it left it; others it wrote are not known (written()).
+ * as the stretch knows them: its own RIP, RSP where the stretch knows
+ * where it left it, the others as it computed them; those it did not are
+ * not known (written()).
  */
 static void regs_at(const struct cpu_view *v, uint64_t lin, const struct stretch *s, struct kvm_regs *r)
 {
+    const uint64_t *g = s->now.gpr;
     *r = *v->regs;
+    r->rax = g[0], r->rcx = g[1], r->rdx = g[2], r->rbx = g[3], r->rbp = g[5], r->rsi = g[6], r->rdi = g[7];
+    r->r8 = g[8], r->r9 = g[9], r->r10 = g[10], r->r11 = g[11], r->r12 = g[12], r->r13 = g[13];
+    r->r14 = g[14], r->r15 = g[15];
     r->rip = lin - s->cs_base;
     if (s->sp_exact)
         r->rsp = cpu_sp_add(v->sregs, v->regs->rsp, s->sp_delta);
@@ -101,7 +98,7 @@ bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
         }
         if (cpu_store_below_sp(&ops[i]) && !pushes(in, &ops[i], s))
             slack += 2 * n;
-        if (!rep_span(v, in, s, n, &span))
+        if (!rep_span(&at, in, s, n, &span))
             return true;
         slack += span;
         uint64_t lo, hi;
@@ -109,6 +106,11 @@ bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
             lo = cpu_stack_base(v->sregs) + cpu_sp_add(v->sregs, r.rsp, -(int64_t)n);
             hi = lo + n;
         } else if (cpu_operand_address(&at, in, &ops[i], &ea) == 0) {
+            /* A bit test's store lands in the unit of its bit, as far from the operand as the offset says. */
+            int64_t off;
+            if (!eval_bit_offset(in, ops, &s->now, &off))
+                return true;
+            ea += (uint64_t)off;
             lo = ea - slack;
             hi = ea + n + slack;
         } else {
@@ -122,14 +124,14 @@ bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
                 return true;
         if (!stores_note(&s->st, v, lo, hi))
             return true;
+        loads_forget(v, lo, hi, s);
     }
     return false;
 }
 
 /*
  * How the instruction moves RSP, if by what the stretch knows (sp_delta
- * from RSP at its start, v's); else sp_exact goes.  Registers it has not
- * written are v's.
+ * from RSP at its start, v's); else sp_exact goes.
  */
 static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
                     struct stretch *s)
@@ -180,7 +182,7 @@ static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in,
         break;
     case ZYDIS_MNEMONIC_MOV:
         if (is_sp(ops[0].reg.value) && ops[0].size == 64 && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-            !written(s, ops[1].reg.value) && cpu_register(v->regs, ops[1].reg.value, &val) == 0) {
+            known_reg(s, ops[1].reg.value, &val)) {
             s->sp_delta = (int64_t)(val - v->regs->rsp);
             return;
         }
@@ -192,8 +194,8 @@ static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in,
         }
         break;
     case ZYDIS_MNEMONIC_LEAVE:
-        if (in->operand_width == 64 && !written(s, ZYDIS_REGISTER_RBP)) {
-            s->sp_delta = (int64_t)(v->regs->rbp + 8 - v->regs->rsp);
+        if (in->operand_width == 64 && known_reg(s, ZYDIS_REGISTER_RBP, &val)) {
+            s->sp_delta = (int64_t)(val + 8 - v->regs->rsp);
             return;
         }
         break;
@@ -210,12 +212,12 @@ static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in,
     s->sp_exact = false;
 }
 
-/* What the instruction, now in the stretch, leaves unknown to the ones after it. */
+/* Where the instruction, now in the stretch, leaves RSP to the ones after it. */
 static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
                         struct stretch *s)
 {
     note_sp(v, in, ops, s);
-    s->written |= known_gprs_written(in, ops);
+    s->now.unknown |= eval_gprs_written(in, ops) & SP_BIT;
     for (unsigned i = 0; i < in->operand_count; i++) {
         if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
             !is_sp(ops[i].reg.value) || s->sp_span == ~0ull)
@@ -247,17 +249,23 @@ static bool slot_value(const struct cpu_view *v, uint64_t slot, unsigned w, cons
 {
     if (!s->alone)
         return false;
+    bool host = stores_hit_between(&s->st, 0, s->nseed, v, slot, w);
     for (unsigned i = s->ncall; i-- > 0;) {
         if (s->call[i].sp_delta != s->sp_delta)
             continue;
         *val = s->call[i].ret;
-        struct stores host = s->st;
-        host.n = s->nseed;
-        return !stores_hit(&s->st, s->call[i].nst, v, slot, w) && !stores_hit(&host, 0, v, slot, w);
+        if (!stores_hit(&s->st, s->call[i].nst, v, slot, w) && !host)
+            return true;
+        break;
     }
     *val = 0;
     *memory = true;
-    return !stores_hit(&s->st, 0, v, slot, w) && cpu_read_linear(v, slot, val, w) == 0;
+    if (s->mmio_maybe || host || loads_paging_entry(v, slot, w, s))
+        return false;
+    /* A slot the stretch rewrote itself (a retpoline's `mov %rax, (%rsp)`): what it stored. */
+    if (stores_hit(&s->st, 0, v, slot, w))
+        return loads_forwarded(v, slot, w, s, val);
+    return cpu_read_linear(v, slot, val, w) == 0;
 }
 
 /*
@@ -287,10 +295,10 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
         if (written(s, ops[0].reg.value) || is_sp(ops[0].reg.value) || cpu_register(&r, ops[0].reg.value, &val))
             return false;
     } else if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[0].mem.type == ZYDIS_MEMOP_TYPE_MEM) {
-        if (!s->alone || written(s, ops[0].mem.index) ||
+        if (!s->alone || s->mmio_maybe || written(s, ops[0].mem.index) ||
             (written(s, ops[0].mem.base) && !(is_sp(ops[0].mem.base) && s->sp_exact)) ||
             cpu_operand_address(&at, in, &ops[0], &ea) < 0 || stores_hit(&s->st, 0, v, ea, w) ||
-            cpu_read_linear(v, ea, &val, w) < 0)
+            loads_paging_entry(v, ea, w, s) || cpu_read_linear(v, ea, &val, w) < 0)
             return false;
         *memory = true;
     } else {
@@ -306,6 +314,21 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
     return true;
 }
 
+/*
+ * A conditional branch whose flags (or RCX) the stretch computed: taken,
+ * to a target the CPU accepts, or not, then no branch (p->kind).
+ */
+static bool decided(const struct cpu_view *v, const ZydisDecodedInstruction *in, struct branch_pred *p,
+                    const struct stretch *s)
+{
+    int t = s->eval ? eval_cond(in, &s->now) : -1;
+    if (t < 0 || (t && !(p->target_known && cpu_ip_allowed(v->sregs, p->target - s->cs_base))))
+        return false;
+    if (!t)
+        p->kind = VBTS_KIND_UNKNOWN;
+    return true;
+}
+
 /* Why a branch ends the stretch (enum stretch_end), or -1: it goes on, to p->target. */
 int known_branch_ends(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                        const ZydisDecodedOperand *ops, struct branch_pred *p, struct stretch *s)
@@ -316,7 +339,7 @@ int known_branch_ends(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
     case VBTS_KIND_JMP: case VBTS_KIND_CALL:
         return p->target_known ? -1 : STRETCH_END_CUT;
     case VBTS_KIND_JCC:
-        return STRETCH_END_JCC;
+        return decided(v, in, p, s) ? -1 : STRETCH_END_JCC;
     case VBTS_KIND_RET: case VBTS_KIND_JMP_IND: case VBTS_KIND_CALL_IND:
         if (target(v, lin, in, ops, s, &p->target, &s->mem_targets))
             return -1;
@@ -338,21 +361,57 @@ static void note_call(uint64_t lin, const ZydisDecodedInstruction *in, struct st
     s->call[s->ncall].sp_delta = s->sp_delta;
     s->call[s->ncall].ret = lin + in->length - s->cs_base;
     s->call[s->ncall++].nst = s->st.n;
+    s->st.keep = s->st.n;       /* the stores after the call stay apart from those before */
 }
 
-void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                const ZydisDecodedOperand *ops, struct stretch *s)
+/* The instruction at lin, being noted in s: what its evaluation may read (x86/eval.h). */
+struct load_at {
+    const struct cpu_view *v;
+    uint64_t lin;
+    const ZydisDecodedInstruction *in;
+    const struct stretch *s;
+    unsigned nst;       /* the stores noted before it's */
+};
+
+/*
+ * A load's value, where it will be what memory holds now: only this vCPU
+ * writes it (alone), no store of the stretch before it may have, nor the
+ * host at its entries (the first stores), nor the CPU itself (an entry
+ * the stretch's accesses walk: A and D); and no access before it may have
+ * gone to a device (mmio_maybe), which may write guest memory as it
+ * completes.
+ */
+static bool load(void *ctx, const ZydisDecodedOperand *op, int64_t offset, unsigned bytes, uint64_t *val)
 {
-    note_writes(v, in, ops, s);
-    if (in->mnemonic == ZYDIS_MNEMONIC_STAC || in->mnemonic == ZYDIS_MNEMONIC_CLAC)
-        s->ac_changed = true;
-    note_call(lin, in, s);
+    const struct load_at *c = ctx;
+    const struct stretch *s = c->s;
+    const struct kvm_sregs *sr = c->v->sregs;
+    struct kvm_regs r;
+    struct cpu_view at = { c->v->mem, &r, sr };
+    uint64_t ea;
+    if (!s->alone || s->mmio_maybe || bytes == 0 || bytes > 8 || op->mem.type != ZYDIS_MEMOP_TYPE_MEM ||
+        written(s, op->mem.index) || (written(s, op->mem.base) && !(is_sp(op->mem.base) && s->sp_exact)))
+        return false;
+    regs_at(c->v, c->lin, s, &r);
+    if (cpu_operand_address(&at, c->in, op, &ea) < 0)
+        return false;
+    ea += (uint64_t)offset;
+    if (ea + bytes < ea || (cpu_mode(sr) == MODE_LONG64 && (!cpu_canonical(sr, ea) || !cpu_canonical(sr, ea + bytes - 1))))
+        return false;
+    if (loads_paging_entry(c->v, ea, bytes, s) || stores_hit_between(&s->st, 0, s->nseed, c->v, ea, bytes))
+        return false;
+    *val = 0;
+    if (stores_hit_between(&s->st, 0, c->nst, c->v, ea, bytes))
+        return loads_forwarded(c->v, ea, bytes, s, val);
+    return cpu_read_linear(c->v, ea, val, bytes) == 0;
 }
 
-/* Where a memory operand reads or writes: [*lo, *lo + *n), or false if not known. */
-static bool access_range(const struct cpu_view *at, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op,
-                         const struct stretch *s, uint64_t *lo, uint64_t *n)
+/* Where memory operand i reads or writes: [*lo, *lo + *n), or false if not known. */
+static bool access_range(const struct cpu_view *at, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                         unsigned i, const struct stretch *s, uint64_t *lo, uint64_t *n)
 {
+    const ZydisDecodedOperand *op = &ops[i];
+    int64_t off;
     *n = op->size / 8;
     if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.type != ZYDIS_MEMOP_TYPE_MEM || *n == 0 || *n > 16 ||
         written(s, op->mem.index) || (written(s, op->mem.base) && !(is_sp(op->mem.base) && s->sp_exact)))
@@ -368,11 +427,102 @@ static bool access_range(const struct cpu_view *at, const ZydisDecodedInstructio
         if (!is_sp(op->mem.base) || in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
             return false;
     }
-    if (cpu_operand_address(at, in, op, lo) < 0)
+    if (cpu_operand_address(at, in, op, lo) < 0 || !eval_bit_offset(in, ops, &s->now, &off))
         return false;
+    *lo += (uint64_t)off;
     if (op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN && (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
         *lo -= *n;
     return true;
+}
+
+/* Its code and the memory it accesses where the stretch knows the address: the paging entries they walk. */
+static void touch_accesses(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                           const ZydisDecodedOperand *ops, struct stretch *s)
+{
+    struct kvm_regs r;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    if (s->nins < 2 || (s->ins[s->nins - 2] >> 12) != (lin >> 12))
+        loads_walked(v, lin, s);
+    if (((lin + in->length - 1) >> 12) != (lin >> 12))
+        loads_walked(v, lin + in->length - 1, s);
+    regs_at(v, lin, s, &r);
+    for (unsigned i = 0; i < in->operand_count; i++) {
+        uint64_t lo, n;
+        if (access_range(&at, in, ops, i, s, &lo, &n)) {
+            loads_walked(v, lo, s);
+            loads_walked(v, lo + n - 1, s);
+        }
+    }
+}
+
+/*
+ * A return to what a call of the stretch pushed ends that call, and those
+ * it made: stores after it may again widen the ranges noted since the
+ * call before it (a loop's call does not fill them).
+ */
+static void note_return(const ZydisDecodedInstruction *in, struct stretch *s)
+{
+    if (in->mnemonic != ZYDIS_MNEMONIC_RET || !s->sp_exact)
+        return;
+    for (unsigned i = s->ncall; i-- > 0;) {
+        if (s->call[i].sp_delta != s->sp_delta)
+            continue;
+        s->ncall = i;
+        s->st.keep = i ? s->call[i - 1].nst : s->nseed;
+        return;
+    }
+}
+
+/* A MOV or PUSH of a value the stretch knows: a load of just those bytes reads it (forwarded). */
+static void note_stored(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                        const ZydisDecodedOperand *ops, struct stretch *s)
+{
+    unsigned mem = 0, src;
+    if (in->mnemonic == ZYDIS_MNEMONIC_MOV && ops[0].visibility != ZYDIS_OPERAND_VISIBILITY_HIDDEN) {
+        src = 1;
+    } else if (in->mnemonic == ZYDIS_MNEMONIC_PUSH) {
+        src = 0;
+        while (++mem < in->operand_count && ops[mem].type != ZYDIS_OPERAND_TYPE_MEMORY)
+            ;
+    } else {
+        return;
+    }
+    struct kvm_regs r;
+    struct cpu_view at = { v->mem, &r, v->sregs };
+    uint64_t lo, n, val;
+    regs_at(v, lin, s, &r);
+    if (mem >= in->operand_count || ops[mem].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+        !access_range(&at, in, ops, mem, s, &lo, &n))
+        return;
+    if (ops[src].type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
+        val = ops[src].imm.value.u;
+    else if (ops[src].type != ZYDIS_OPERAND_TYPE_REGISTER || !known_reg(s, ops[src].reg.value, &val))
+        return;
+    loads_remember(v, lo, (unsigned)n, val, s);
+}
+
+void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
+                const ZydisDecodedOperand *ops, unsigned nst, struct stretch *s)
+{
+    touch_accesses(v, lin, in, ops, s);
+    note_stored(v, lin, in, ops, s);
+    note_return(in, s);
+    struct eval_regs after = s->now;
+    if (s->eval) {
+        struct load_at c = { v, lin, in, s, nst };
+        eval_insn(in, ops, lin - s->cs_base, &after, load, &c);
+    } else {
+        eval_forget(in, ops, &after);
+    }
+    note_writes(v, in, ops, s);
+    after.unknown = (after.unknown & ~SP_BIT) | (s->now.unknown & SP_BIT);
+    struct eval_regs was = s->now;
+    s->now = after;
+    if (s->loops)
+        stretch_key_update(s, &was, eval_gprs_written(in, ops), cpu_mode(v->sregs) == MODE_LONG64);
+    if (in->mnemonic == ZYDIS_MNEMONIC_STAC || in->mnemonic == ZYDIS_MNEMONIC_CLAC)
+        s->ac_changed = true;
+    note_call(lin, in, s);
 }
 
 uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
@@ -392,7 +542,7 @@ uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const Zydis
         uint8_t bytes[16];
         struct delivery d;
         /* Mapped and in RAM, as a read shows: an access elsewhere exits to the monitor mid-stretch. */
-        if (access_range(&at, in, &ops[i], s, &lo, &n) && cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) &&
+        if (access_range(&at, in, ops, i, s, &lo, &n) && cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) &&
             lo + n > lo && cpu_read_linear(v, lo, bytes, n) == 0 && !stores_remap(&s->st, 0, v, lo, n) &&
             fault_page(v, lo, n, ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE, &d) == FAULT_NONE)
             safe |= 1u << i;

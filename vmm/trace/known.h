@@ -1,21 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a stretch being planned (trace/stretch.h) knows of the vCPU at each
- * of its instructions: which registers it wrote, where RSP is, what its
- * stores may have written and what its calls pushed.  From that: the
- * targets of returns and indirect branches that are known before they
- * run, and stores it cannot bound.
+ * of its instructions: the registers and flags it computed (x86/eval.h),
+ * where RSP is, what its stores may have written and what its calls
+ * pushed.  From that: the targets of returns and indirect branches, and
+ * the conditional branches, that are known before they run, and stores
+ * it cannot bound.
  * prefix: known
  */
 #ifndef VBTS_TRACE_KNOWN_H
 #define VBTS_TRACE_KNOWN_H
 
 #include "trace/stretch.h"
-
-/* The general register r is part of, as a bit of stretch.written: 0 if it is none. */
-uint32_t known_gpr_bit(ZydisRegister r);
-/* The general registers (any part of them) an instruction writes, as such bits. */
-uint32_t known_gprs_written(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops);
 
 /*
  * The instruction at lin may store into the IDT (the handlers watched were
@@ -43,8 +39,11 @@ int known_branch_ends(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
 uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
                              const ZydisDecodedOperand *ops, const struct stretch *s);
 
-/* The instruction at lin is now in the stretch: what it writes, moves or pushes. */
+/*
+ * The instruction at lin is now in the stretch (its stores noted from the
+ * nst-th on): what it computes, writes, moves or pushes.
+ */
 void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                const ZydisDecodedOperand *ops, struct stretch *s);
+                const ZydisDecodedOperand *ops, unsigned nst, struct stretch *s);
 
 #endif

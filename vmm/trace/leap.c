@@ -150,6 +150,25 @@ static int host_writes(struct trace_vcpu *t)
     return 0;
 }
 
+/*
+ * A plan from `rip` computed a loop's rounds until it ran out of room, and
+ * kept its first round: the next ones from there will too, so they do not
+ * try, for twice as many plans each time it happens again.
+ */
+static void long_loops(struct trace_vcpu *t, uint64_t rip, bool skipped)
+{
+    struct leap_state *l = &t->leap;
+    if (skipped) {
+        l->long_skip--;
+    } else if (l->s.ran_out) {
+        l->long_backoff = rip != l->long_from ? 16 : l->long_backoff < 4096 ? 2 * l->long_backoff : 4096;
+        l->long_from = rip;
+        l->long_skip = l->long_backoff;
+    } else if (rip == l->long_from) {
+        l->long_backoff = 0;
+    }
+}
+
 static bool let_in_due(const struct trace_vcpu *t, const struct cpu_view *v)
 {
     return arch_vm(t->cpu->vm)->irqchip && (v->regs->rflags & RFLAGS_IF) &&
@@ -175,12 +194,15 @@ int leap_before_run(struct trace_vcpu *t)
     if (let_in_due(t, &v))
         return step_one(t, true);
     /* Another vCPU could change a target the stretch read from memory, unseen. */
+    uint64_t rip = cpu_linear_ip(v.regs, v.sregs);
+    bool skip = t->leap.long_skip && rip == t->leap.long_from;
     const struct stretch_opts o = { DEBUG_MAX_BP - 1 - others, stop ? &c->stop : NULL, t->cpu->vm->ncpus == 1,
-                                    &t->leap.host, true };
+                                    &t->leap.host, true, true, skip };
     if (o.alone && !t->leap.host_known && host_writes(t) < 0)
         return -1;
     if (!free || !t->pred_valid || t->pred.kind != VBTS_KIND_UNKNOWN || !stretch_plan(&v, &o, &t->leap.s))
         return step_one(t, false);
+    long_loops(t, rip, skip);
     t->leap.flight = true;
     return arm(t, DEBUG_MAX_BP - others, cpu_linear_ip(v.regs, v.sregs));
 }
@@ -280,6 +302,22 @@ static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
     return 0;
 }
 
+/*
+ * True if a general register at the leaf is not what its path's
+ * evaluation left (where it knows; outside 64-bit mode, the low half).
+ */
+static bool regs_differ(const struct cpu_view *v, const struct stretch_leaf *l)
+{
+    const struct kvm_regs *r = v->regs;
+    const uint64_t g[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
+                             r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    uint64_t m = cpu_mode(v->sregs) == MODE_LONG64 ? ~0ull : 0xffffffffull;
+    for (unsigned i = 0; i < 16; i++)
+        if ((l->regs_known & (1u << i)) && ((g[i] ^ l->gpr[i]) & m))
+            return true;
+    return false;
+}
+
 /* False if RSP at the leaf is not what its path's instructions leave (where they say). */
 static bool sp_moved(const struct trace_vcpu *t, const struct cpu_view *v, const struct stretch_leaf *l)
 {
@@ -313,6 +351,8 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     if (hits && leaf >= 0 && !sp_moved(t, &v, &s->leaf[leaf])) {
         r = lost(t, "the stack pointer is not where the stretch leaves it (an event nobody watched, "
                  "a double fault?)", rip);
+    } else if (hits && leaf >= 0 && regs_differ(&v, &s->leaf[leaf])) {
+        r = lost(t, "a register is not what the stretch's instructions leave it", rip);
     } else if (hits && leaf >= 0 && s->rounds && counter(s, v.regs) != 0) {     /* a loop ends at 0 */
         r = lost(t, "a loop's counter is not where its rounds leave it", rip);
     } else if (hits && leaf >= 0) {
@@ -338,14 +378,47 @@ enum vcpu_verdict leap_on_debug(struct trace_vcpu *t, unsigned hits)
     return VCPU_EXIT_DONE;
 }
 
+/*
+ * Where on the stretch the vCPU stands at `at`: an instruction of a loop
+ * it ran through is there more than once, and the registers say which
+ * time.  -1: not on it; -2: not known which time.
+ */
+static int position(struct trace_vcpu *t, uint64_t at)
+{
+    const struct stretch *s = &t->leap.s;
+    int i = stretch_index(s, at), found = -1;
+    if (i < 0 || !s->loops)
+        return i;
+    struct cpu_view v;
+    trace_view(t, &v);
+    const struct kvm_regs *r = v.regs;
+    const uint64_t g[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
+                             r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    bool long64 = cpu_mode(v.sregs) == MODE_LONG64, again = false;
+    for (unsigned k = (unsigned)i + 1; k < s->nins && !again; k++)
+        again = s->ins[k] == at;
+    if (!again)
+        return i;
+    for (unsigned k = (unsigned)i; k < s->nins; k++) {
+        if (s->ins[k] != at || stretch_key(g, s->known[k], long64) != s->key[k])
+            continue;
+        if (found >= 0)
+            return -2;
+        found = (int)k;
+    }
+    return found >= 0 ? found : -2;
+}
+
 void leap_flush_at(struct trace_vcpu *t, uint64_t at)
 {
     if (!t->leap.flight)
         return;
+    int i = position(t, at);
     t->leap.flight = false;
-    int i = stretch_index(&t->leap.s, at);
     if (i >= 0)
         emit_upto(t, (unsigned)i);
+    else if (i == -2)
+        lost(t, "the stretch ran through a loop, and its registers do not say which round it stopped in", at);
 }
 
 int leap_pause(struct trace_vcpu *t)

@@ -16,7 +16,7 @@ static bool writes(const struct cpu_view *v, uint64_t lin, ZydisRegister r)
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     const char *why;
-    return cpu_decode(v, lin, &in, ops, &why) < 0 || (known_gprs_written(&in, ops) & known_gpr_bit(r));
+    return cpu_decode(v, lin, &in, ops, &why) < 0 || (eval_gprs_written(&in, ops) & eval_gpr_bit(r));
 }
 
 /*
@@ -63,11 +63,17 @@ static bool counter_of(const struct cpu_view *v, const struct stretch *s, uint64
 bool rounds_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct stretch *out)
 {
     static __thread struct stretch a, r2;
+    static __thread uint64_t mem[2][STRETCH_MEM(STRETCH_MAX_INSNS) / 8 + 1];
     uint64_t j = out->end, c;
     ZydisRegister r;
     unsigned bits, at;
-    if (!out->alone || out->nh || !out->sp_exact || !counter_of(v, out, j, &r, &bits, &at))
+    if (!out->alone || out->nh || !out->sp_exact || out->loops || out->nins >= STRETCH_MAX_INSNS ||
+        !counter_of(v, out, j, &r, &bits, &at))
         return false;
+    if (!a.cap) {
+        stretch_attach(&a, mem[0], STRETCH_MAX_INSNS);
+        stretch_attach(&r2, mem[1], STRETCH_MAX_INSNS);
+    }
     for (unsigned i = 0; i < out->nins; i++)
         if (i != at && writes(v, out->ins[i], r))
             return false;
@@ -98,7 +104,7 @@ bool rounds_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct
     stretch_run(v, max, stop, a.nins, out->ins[0], &r2);
     if (r2.nins != a.nins || r2.end != out->ins[0] || r2.nrec != a.nrec || r2.nh || !r2.sp_exact || r2.sp_delta ||
         r2.mem_targets || memcmp(r2.ins, a.ins, a.nins * sizeof(a.ins[0])) ||
-        memcmp(r2.recs_before, a.recs_before, a.nins) || stretch_index(&a, exit) >= 0)
+        memcmp(r2.recs_before, a.recs_before, a.nins * sizeof(a.recs_before[0])) || stretch_index(&a, exit) >= 0)
         return false;
     for (unsigned k = 0; k < a.nrec; k++)
         if (r2.rec[k].from != a.rec[k].from || r2.rec[k].to != a.rec[k].to || r2.rec[k].kind != a.rec[k].kind)

@@ -1,6 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/stores.h"
 
+/* A range since s->keep in the page of [gpa, gpa + len) that overlaps or touches it takes it in. */
+static bool widen(struct stores *s, uint64_t gpa, uint64_t len)
+{
+    for (unsigned i = s->keep; i < s->n; i++) {
+        uint64_t a = s->st[i].gpa, b = a + s->st[i].len;
+        if ((a >> 12) != (gpa >> 12) || gpa > b || a > gpa + len)
+            continue;
+        uint64_t lo = a < gpa ? a : gpa, hi = b > gpa + len ? b : gpa + len;
+        s->st[i].gpa = lo;
+        s->st[i].len = hi - lo;
+        return true;
+    }
+    return false;
+}
+
 bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64_t hi)
 {
     struct gmem_paging pg;
@@ -12,7 +27,7 @@ bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64
         if (end > hi || end == 0)
             end = hi;
         /* Not mapped: the store faults there, on a watched handler, and writes nothing. */
-        if (gmem_translate(v->mem, &pg, at, &gpa) == GMEM_OK) {
+        if (gmem_translate(v->mem, &pg, at, &gpa) == GMEM_OK && !widen(s, gpa, end - at)) {
             if (s->n == STORES_MAX)
                 return false;
             s->st[s->n].gpa = gpa;
@@ -23,18 +38,20 @@ bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64
     return true;
 }
 
-static bool overlaps(const struct stores *s, unsigned from, uint64_t gpa, uint64_t len)
+static bool overlaps(const struct stores *s, unsigned from, unsigned to, uint64_t gpa, uint64_t len)
 {
-    for (unsigned i = from; i < s->n; i++)
+    for (unsigned i = from; i < to; i++)
         if (gpa < s->st[i].gpa + s->st[i].len && s->st[i].gpa < gpa + len)
             return true;
     return false;
 }
 
-static bool hit(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len,
-                bool bytes)
+static bool hit(const struct stores *s, unsigned from, unsigned to, const struct cpu_view *v, uint64_t lin,
+                uint64_t len, bool bytes)
 {
-    if (from >= s->n)
+    if (to > s->n)
+        to = s->n;
+    if (from >= to)
         return false;
     if (lin + len < lin)
         return true;
@@ -45,10 +62,10 @@ static bool hit(const struct stores *s, unsigned from, const struct cpu_view *v,
         struct gmem_access a;
         if (end > lin + len || end == 0)
             end = lin + len;
-        if (gmem_walk(v->mem, &pg, at, &gpa, &a) != GMEM_OK || (bytes && overlaps(s, from, gpa, end - at)))
+        if (gmem_walk(v->mem, &pg, at, &gpa, &a) != GMEM_OK || (bytes && overlaps(s, from, to, gpa, end - at)))
             return true;
         for (unsigned i = 0; i < a.nentry; i++)
-            if (overlaps(s, from, a.entry[i], 8))
+            if (overlaps(s, from, to, a.entry[i], 8))
                 return true;
         at = end;
     }
@@ -57,10 +74,16 @@ static bool hit(const struct stores *s, unsigned from, const struct cpu_view *v,
 
 bool stores_hit(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len)
 {
-    return hit(s, from, v, lin, len, true);
+    return hit(s, from, s->n, v, lin, len, true);
+}
+
+bool stores_hit_between(const struct stores *s, unsigned from, unsigned to, const struct cpu_view *v, uint64_t lin,
+                        uint64_t len)
+{
+    return hit(s, from, to, v, lin, len, true);
 }
 
 bool stores_remap(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len)
 {
-    return hit(s, from, v, lin, len, false);
+    return hit(s, from, s->n, v, lin, len, false);
 }

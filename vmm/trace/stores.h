@@ -20,12 +20,18 @@
 struct stores {
     unsigned n;
     struct { uint64_t gpa, len; } st[STORES_MAX];
+    /*
+     * A store that overlaps or touches a range from this one on, in its
+     * page, widens it (a loop's stores): ranges before it are each
+     * someone's "stores from here on" (a call's, the host's), and stay.
+     */
+    unsigned keep;
 };
 
 /*
  * Note the linear bytes [lo, hi) as written, through v's paging (bytes
  * not mapped are not written: the store faults).  False if they are too
- * many to note.
+ * many to note.  Since `keep`, a range it touches grows instead.
  */
 bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64_t hi);
 
@@ -35,6 +41,10 @@ bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64
  * also where it is not mapped now.
  */
 bool stores_hit(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len);
+
+/* The same for the stores noted from the `from`-th to before the `to`-th. */
+bool stores_hit_between(const struct stores *s, unsigned from, unsigned to, const struct cpu_view *v, uint64_t lin,
+                        uint64_t len);
 
 /* The same for the paging entries alone: may [lin, lin + len) map elsewhere, or not at all, now? */
 bool stores_remap(const struct stores *s, unsigned from, const struct cpu_view *v, uint64_t lin, uint64_t len);

@@ -6,6 +6,7 @@
 #include "x86/deliver.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vbts/format.h"
@@ -82,8 +83,9 @@ static bool cuts(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *o
  * that happens is seen at the next exit, which ends the trace there.
  */
 static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstruction *in,
-                       const ZydisDecodedOperand *ops, struct stretch *s)
+                       const ZydisDecodedOperand *ops, struct stretch *s, bool *unsafe)
 {
+    *unsafe = true;
     if (cuts(in, ops)) {
         s->why = STRETCH_END_CUT;
         return STRETCH_CUT;
@@ -94,6 +96,10 @@ static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecode
     }
     /* An access that cannot fault is no operand to raise anything. */
     uint32_t safe = known_safe_accesses(v, lin, in, ops, s);
+    *unsafe = false;
+    for (unsigned i = 0; i < in->operand_count && in->mnemonic != ZYDIS_MNEMONIC_NOP; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM && !(safe & (1u << i)))
+            *unsafe = true;
     if (!safe)
         return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
     ZydisDecodedOperand left[ZYDIS_MAX_OPERAND_COUNT];
@@ -104,12 +110,50 @@ static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecode
     return fault_may_raise(v, lin, in, left) & ~(1u << 8);
 }
 
+static unsigned where_hash(uint64_t lin, unsigned n)
+{
+    return (unsigned)((lin * 0x9e3779b97f4a7c15ull) >> 40) & (n - 1);
+}
+
+/*
+ * where[]: an address's first index on the stretch, by its hash (probed
+ * on), marked with the plan's generation: entries of an earlier plan, or
+ * past nins (a stretch cut shorter), are not its.
+ */
 int stretch_index(const struct stretch *s, uint64_t lin)
 {
-    for (unsigned i = 0; i < s->nins; i++)
-        if (s->ins[i] == lin)
+    for (unsigned h = where_hash(lin, s->nwhere), k = 0; k < s->nwhere; k++, h = (h + 1) & (s->nwhere - 1)) {
+        uint32_t e = s->where[h];
+        if (e >> 16 != (s->gen & 0xffff))
+            return -1;
+        unsigned i = (e & 0xffff) - 1;
+        if (i < s->nins && s->ins[i] == lin)
             return (int)i;
+    }
     return -1;
+}
+
+/* lin is new to the stretch, at index i. */
+static void where_add(struct stretch *s, uint64_t lin, unsigned i)
+{
+    unsigned h = where_hash(lin, s->nwhere);
+    for (unsigned k = 0; k < s->nwhere; k++, h = (h + 1) & (s->nwhere - 1)) {
+        uint32_t e = s->where[h];
+        if (e >> 16 != (s->gen & 0xffff) || (e & 0xffff) - 1u >= s->nins) {
+            s->where[h] = (s->gen & 0xffff) << 16 | (i + 1);
+            return;
+        }
+    }
+}
+
+void stretch_reset(struct stretch *s)
+{
+    memset(&s->nins, 0, sizeof(*s) - offsetof(struct stretch, nins));
+    /* A new generation; where it wraps, no entry may keep an old one's number. */
+    if ((++s->gen & 0xffff) == 0) {
+        memset(s->where, 0, s->nwhere * sizeof(s->where[0]));
+        s->gen++;
+    }
 }
 
 /*
@@ -137,9 +181,8 @@ static bool delivery_faults(const struct cpu_view *v, unsigned vec, struct stret
 /* The handlers the vectors in `m` go to, merged into s; false if one has none or they are too many. */
 static bool watch(const struct cpu_view *v, uint32_t m, int max, struct stretch *s)
 {
-    for (unsigned vec = 0; vec < 32; vec++) {
-        if (!(m & (1u << vec)))
-            continue;
+    for (uint32_t left = m; left; left &= left - 1) {
+        unsigned vec = (unsigned)__builtin_ctz(left);
         uint64_t h;
         if (cpu_idt_handler(v, vec, &h) < 0 || delivery_faults(v, vec, s))
             return false;
@@ -161,6 +204,13 @@ static bool watch(const struct cpu_view *v, uint32_t m, int max, struct stretch 
     return true;
 }
 
+/* How many instructions s may have. */
+static unsigned room(const struct stretch *s)
+{
+    unsigned n = s->loops ? s->max_path : STRETCH_MAX_INSNS;
+    return n < s->cap ? n : s->cap;
+}
+
 /* Does lin lie on a path s must not run into, or at its leaf? */
 static bool avoided(const struct stretch *s, uint64_t lin)
 {
@@ -174,19 +224,22 @@ static bool avoided(const struct stretch *s, uint64_t lin)
 bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint64_t *stop,
                     struct stretch *s, uint64_t *next)
 {
-    ZydisDecodedInstruction in;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const ZydisDecodedInstruction *in;
+    const ZydisDecodedOperand *ops;
     struct branch_pred p;
     const char *why;
     s->why = STRETCH_END_LIMIT;
-    if (s->nins == STRETCH_MAX_INSNS || (stop && lin == *stop))
+    if (s->nins == room(s) || (stop && lin == *stop))
         return false;
     s->why = STRETCH_END_LOOP;
-    if (stretch_index(s, lin) >= 0 || avoided(s, lin))
+    int again = stretch_index(s, lin);
+    s->came_back |= again == 0;
+    if ((again >= 0 && !s->loops) || avoided(s, lin))
         return false;
     s->why = STRETCH_END_CUT;
-    if (cpu_decode(v, lin, &in, ops, &why) < 0 || branch_predict_at(v, lin, &p, &why) < 0)
+    if (cpu_decode_ref(v, lin, &in, &ops, &why) < 0)
         return false;
+    branch_predict_decoded(v, lin, in, ops, &p);
     /*
      * The conditional branch a fork starts at runs on the CPU: which way it
      * goes, the leaf says.  A loop's round takes it back (fork_taken).
@@ -199,7 +252,7 @@ bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint6
     } else if (s->nins == 0 && p.kind != VBTS_KIND_UNKNOWN) {
         ends = STRETCH_END_CUT;     /* a branch to start with is the caller's to take */
     } else {
-        ends = known_branch_ends(v, lin, &in, ops, &p, s);
+        ends = known_branch_ends(v, lin, in, ops, &p, s);
     }
     if (ends >= 0) {
         s->why = (enum stretch_end)ends;
@@ -207,24 +260,30 @@ bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint6
     }
     /* Code an earlier store of the stretch may have changed (through any mapping) runs decoded afresh. */
     s->why = STRETCH_END_LIMIT;
-    if (stores_hit(&s->st, 0, v, lin, in.length))
+    if (stores_hit(&s->st, 0, v, lin, in->length))
         return false;
     int nh = s->nh;
     unsigned nst = s->st.n;
-    uint32_t m = raises(v, lin, &in, ops, s);
+    bool unsafe;
+    uint32_t m = raises(v, lin, in, ops, s, &unsafe);
     uint32_t vectors[STRETCH_MAX_HANDLERS];
     memcpy(vectors, s->vectors, sizeof(vectors));
-    if (m == STRETCH_CUT || !watch(v, m, max, s)) {
+    /* Again: an exception's frame names the one time it may raise one, the first. */
+    if (m == STRETCH_CUT || (again >= 0 && m) || !watch(v, m, max, s)) {
         if (m != STRETCH_CUT)
-            s->why = STRETCH_END_HANDLERS;
+            s->why = again >= 0 && m ? STRETCH_END_LOOP : STRETCH_END_HANDLERS;
         s->nh = nh;
         s->st.n = nst;
         memcpy(s->vectors, vectors, sizeof(vectors));
         return false;
     }
-    s->ins[s->nins] = lin;
-    s->recs_before[s->nins++] = (uint8_t)s->nrec;
-    known_note(v, lin, &in, ops, s);
+    if (s->loops) {
+        s->known[s->nins] = (uint16_t)(~s->now.unknown & 0xffef);
+        s->key[s->nins] = s->now_key;
+    }
+    stretch_append(s, lin);
+    known_note(v, lin, in, ops, nst, s);
+    s->mmio_maybe |= unsafe;
     if (p.kind != VBTS_KIND_UNKNOWN) {
         s->rec[s->nrec++] = (struct stretch_rec){ lin, p.target, p.kind };
         *next = p.target;
@@ -234,25 +293,35 @@ bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint6
     return true;
 }
 
+/* Its last instruction that is there for the first time: a breakpoint there fires there first. */
+static unsigned last_first(const struct stretch *s)
+{
+    unsigned i = s->nins ? s->nins - 1 : 0;
+    while (i > 0 && !s->first[i])
+        i--;
+    return i;
+}
+
 /*
- * Where the stretch must end earlier: before an instruction it comes back
- * to, or a handler's entry (a breakpoint there fires on arrival), and
- * before its end if a handler begins there.  0: nowhere; -1: it cannot.
+ * Where the stretch must end earlier: at its last new instruction where it
+ * comes back to one (its end's breakpoint would fire there first), before
+ * a handler's entry (a breakpoint there fires on arrival), and before its
+ * end if a handler begins there.  0: nowhere; -1: it cannot.
  */
 static int conflict(const struct stretch *s)
 {
     unsigned cut = s->nins;
     int k = stretch_index(s, s->end);
     if (k >= 0)
-        cut = k ? (unsigned)k : 1;
+        cut = last_first(s);
     for (int i = 0; i < s->nh; i++) {
         int j = stretch_index(s, s->handler[i]);
         if (j == 0)
             return -1;
         if (j > 0 && (unsigned)j < cut)
             cut = (unsigned)j;
-        if (s->handler[i] == s->end && s->nins - 1 < cut)
-            cut = s->nins - 1;
+        if (s->handler[i] == s->end && last_first(s) < cut)
+            cut = last_first(s);
     }
     if (cut == s->nins && k < 0)
         return 0;
@@ -282,7 +351,7 @@ void stretch_run(const struct cpu_view *v, int max, const uint64_t *stop, unsign
     uint64_t next = from;
     while (s->nins < limit && stretch_extend(v, next, max, stop, s, &next))
         ;
-    if (s->nins == limit && limit < STRETCH_MAX_INSNS)
+    if (s->nins == limit && limit < room(s))
         s->why = STRETCH_END_LOOP;      /* cut short: it ended at code it runs twice, or a handler's */
     s->end = next;
 }
@@ -303,24 +372,30 @@ bool stretch_path(const struct cpu_view *v, int max, const uint64_t *stop, unsig
     }
 }
 
-bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out)
+/* The stretch from lin, cut where a breakpoint of its own would fire early; false if it cannot start. */
+static bool plan_once(const struct cpu_view *v, const struct stretch_opts *o, int max_handlers, bool eval,
+                      uint64_t lin, struct stretch *out)
 {
-    uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
-    int max_handlers = o->max_handlers > STRETCH_MAX_HANDLERS ? STRETCH_MAX_HANDLERS : o->max_handlers;
-    /* User mode: #AC, and hosts whose breakpoints do not fire there.  The guest's own TF. */
-    if (cpu_cpl(v->sregs) == 3 || (v->regs->rflags & RFLAGS_TF))
-        return false;
-    unsigned limit = STRETCH_MAX_INSNS;
+    bool loops = eval && !o->no_loops;
+    unsigned max_path = (v->regs->rflags & RFLAGS_IF) ? STRETCH_MAX_PATH_IF : STRETCH_MAX_PATH;
+    unsigned limit = loops ? max_path : STRETCH_MAX_INSNS;
+    bool back = false, ran_out = false;
     for (;;) {
-        memset(out, 0, offsetof(struct stretch, ins));
+        stretch_reset(out);
         out->sp_exact = true;
         out->alone = o->alone;
+        out->eval = eval;
+        out->loops = loops;
+        out->max_path = max_path;
+        eval_init(&out->now, v->regs);
+        out->now_key = stretch_key(out->now.gpr, 0xffef, cpu_mode(v->sregs) == MODE_LONG64);
         if (o->host)
             out->st = *o->host;
-        out->nseed = out->st.n;
+        out->nseed = out->st.keep = out->st.n;
         out->cpl = cpu_cpl(v->sregs);
         out->cs_base = cpu_code_base(v->sregs);
         stretch_run(v, max_handlers, o->stop, limit, lin, out);
+        back |= out->came_back;
         if (out->nins == 0)
             return false;
         int cut = conflict(out);
@@ -328,26 +403,163 @@ bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct
             return false;
         if (cut == 0)
             break;
+        ran_out |= out->nins == room(out) && !out->first[out->nins - 1];
         limit = (unsigned)cut;
     }
+    out->came_back = back;
+    out->ran_out = ran_out;
     out->nprefix = out->nins;
     out->nprefix_rec = out->nrec;
     out->nleaf = 1;
     out->leaf[0] = (struct stretch_leaf){ .end = out->end, .sp_exact = out->sp_exact, .sp_delta = out->sp_delta,
                                           .why = out->why };
-    if (o->fork && out->why == STRETCH_END_JCC && !rounds_plan(v, max_handlers, o->stop, out))
+    stretch_leaf_regs(&out->leaf[0], out);
+    return true;
+}
+
+/*
+ * The stretch, planned with nothing computed (as the CPU repeats a loop's
+ * rounds, not from values the first round alone has), ends at a loop's
+ * branch back to it: the loop may run whole (trace/rounds.h).
+ */
+static bool plan_rounds(const struct cpu_view *v, const struct stretch_opts *o, int max_handlers, uint64_t lin,
+                        struct stretch *out)
+{
+    static __thread struct stretch plain;
+    static __thread uint64_t mem[STRETCH_MEM(STRETCH_MAX_INSNS) / 8 + 1];
+    if (!out->eval)
+        return rounds_plan(v, max_handlers, o->stop, out);
+    if (!plain.cap)
+        stretch_attach(&plain, mem, STRETCH_MAX_INSNS);
+    if (!plan_once(v, o, max_handlers, false, lin, &plain) || plain.why != STRETCH_END_JCC ||
+        !rounds_plan(v, max_handlers, o->stop, &plain))
+        return false;
+    stretch_copy(out, &plain);
+    return true;
+}
+
+/*
+ * The stretch computes what it can; where it ends at a conditional
+ * branch, or comes back to its start, a loop may run whole instead, and
+ * else it forks at the branch.
+ */
+static bool plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out)
+{
+    uint64_t lin = cpu_linear_ip(v->regs, v->sregs);
+    int max_handlers = o->max_handlers > STRETCH_MAX_HANDLERS ? STRETCH_MAX_HANDLERS : o->max_handlers;
+    /* User mode: #AC, and hosts whose breakpoints do not fire there.  The guest's own TF. */
+    if (cpu_cpl(v->sregs) == 3 || (v->regs->rflags & RFLAGS_TF))
+        return false;
+    if (!plan_once(v, o, max_handlers, o->eval && o->alone, lin, out))
+        return false;
+    if (o->fork && (out->why == STRETCH_END_JCC || out->came_back) && plan_rounds(v, o, max_handlers, lin, out))
+        return true;
+    if (o->fork && out->why == STRETCH_END_JCC)
         fork_plan(v, max_handlers, o->stop, out);
     if (out->nleaf == 1)
         watch_df(v, max_handlers, out);
     return true;
 }
 
+bool stretch_plan(const struct cpu_view *v, const struct stretch_opts *o, struct stretch *out)
+{
+    /* The guest stands still while the planner reads it: each page is walked once. */
+    gmem_memo_begin();
+    bool r = plan(v, o, out);
+    gmem_memo_end();
+    return r;
+}
+
+void stretch_leaf_regs(struct stretch_leaf *l, const struct stretch *s)
+{
+    l->regs_known = ~s->now.unknown & 0xffff & ~(1u << 4);
+    memcpy(l->gpr, s->now.gpr, sizeof(l->gpr));
+}
+
+void stretch_attach(struct stretch *s, void *mem, unsigned cap)
+{
+    char *p = mem;
+    s->ins = (uint64_t *)(void *)p;
+    p += cap * sizeof(uint64_t);
+    s->rec = (struct stretch_rec *)(void *)p;
+    p += cap * sizeof(struct stretch_rec);
+    s->key = (uint32_t *)(void *)p;
+    p += cap * sizeof(uint32_t);
+    s->known = (uint16_t *)(void *)p;
+    p += cap * sizeof(uint16_t);
+    s->recs_before = (uint16_t *)(void *)p;
+    p += cap * sizeof(uint16_t);
+    s->first = (uint8_t *)p;
+    p += cap * sizeof(uint8_t);
+    /* where[]: a power of 2, at least twice cap (cap * 2 * 4 bytes are there for it). */
+    s->nwhere = 1;
+    while (s->nwhere < 2 * cap)
+        s->nwhere *= 2;
+    if (s->nwhere > 2 * cap)
+        s->nwhere /= 2;
+    s->where = (uint32_t *)(void *)(((uintptr_t)p + 3) & ~(uintptr_t)3);
+    s->cap = s->nwhere / 2 < cap ? s->nwhere / 2 : cap;
+    memset(s->where, 0, s->nwhere * sizeof(s->where[0]));
+    s->gen = 0;
+    stretch_reset(s);
+}
+
 void stretch_copy(struct stretch *dst, const struct stretch *src)
 {
-    memcpy(dst, src, offsetof(struct stretch, ins));
+    if (src->nins > dst->cap || src->nrec > dst->cap)
+        abort();        /* the monitor's bug: a copy into less room than the plan needs */
+    stretch_reset(dst);
+    memcpy(&dst->nins, &src->nins, sizeof(*dst) - offsetof(struct stretch, nins));
     memcpy(dst->ins, src->ins, src->nins * sizeof(src->ins[0]));
-    memcpy(dst->recs_before, src->recs_before, src->nins);
+    memcpy(dst->key, src->key, src->nins * sizeof(src->key[0]));
+    memcpy(dst->known, src->known, src->nins * sizeof(src->known[0]));
+    memcpy(dst->recs_before, src->recs_before, src->nins * sizeof(src->recs_before[0]));
+    memcpy(dst->first, src->first, src->nins);
     memcpy(dst->rec, src->rec, src->nrec * sizeof(src->rec[0]));
+    for (unsigned i = 0; i < src->nins; i++)
+        if (src->first[i])
+            where_add(dst, src->ins[i], i);
+}
+
+void stretch_append(struct stretch *s, uint64_t lin)
+{
+    s->first[s->nins] = stretch_index(s, lin) < 0;
+    if (s->first[s->nins])
+        where_add(s, lin, s->nins);
+    s->ins[s->nins] = lin;
+    s->recs_before[s->nins++] = (uint16_t)s->nrec;
+}
+
+/* One register's part of a key: the key is their sum, kept as the stretch's registers change (stretch_key_update). */
+static uint32_t key_part(unsigned i, uint64_t v)
+{
+    uint64_t x = (v ^ (i * 0xc2b2ae3d27d4eb4full)) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)((x ^ (x >> 29)) >> 32);
+}
+
+uint32_t stretch_key(const uint64_t gpr[16], uint16_t known, bool long64)
+{
+    uint32_t h = 0;
+    for (unsigned i = 0; i < 16; i++)
+        if (known & (1u << i))
+            h += key_part(i, long64 ? gpr[i] : (uint32_t)gpr[i]);
+    return h;
+}
+
+void stretch_key_update(struct stretch *s, const struct eval_regs *was, uint32_t written, bool long64)
+{
+    for (uint32_t left = written & 0xffef; left; left &= left - 1) {
+        unsigned i = (unsigned)__builtin_ctz(left);
+        uint32_t b = 1u << i;
+        bool k0 = !(was->unknown & b) && i != 4, k1 = !(s->now.unknown & b) && i != 4;
+        uint64_t m = long64 ? ~0ull : 0xffffffffull;
+        if (k0 == k1 && (!k0 || !((was->gpr[i] ^ s->now.gpr[i]) & m)))
+            continue;
+        if (k0)
+            s->now_key -= key_part(i, was->gpr[i] & m);
+        if (k1)
+            s->now_key += key_part(i, s->now.gpr[i] & m);
+    }
 }
 
 int stretch_leaf_at(const struct stretch *s, uint64_t lin)

@@ -19,13 +19,25 @@
 #include "trace/branch.h"
 #include "trace/stores.h"
 #include "x86/cpu.h"
+#include "x86/eval.h"
 
-/* Instructions on one stretch: the bound that keeps `jmp $` from spinning the planner. */
+/*
+ * Instructions on one stretch without loops (its forks' ways, a loop's
+ * round): the bound that keeps `jmp $` from spinning the planner.
+ */
 #define STRETCH_MAX_INSNS 128
+/* ...and through loops whose rounds it computes (the branch engine's stretch, one vCPU alone). */
+#define STRETCH_MAX_PATH 32768
+/* ...where interrupts wait for its end (IF=1, KVM_GUESTDBG_BLOCKIRQ), as a loop run whole's do. */
+#define STRETCH_MAX_PATH_IF 4096
 /* Handler breakpoints beside the end's: DR0-3 less one. */
 #define STRETCH_MAX_HANDLERS 3
 /* Return addresses its calls pushed, known to its returns. */
 #define STRETCH_MAX_CALLS 8
+/* Pages of paging entries its accesses walk: a load from one is not known (the CPU sets A and D there). */
+#define STRETCH_MAX_PT 24
+/* Stores whose value it knows, the last to write their bytes: a load of just those bytes reads it. */
+#define STRETCH_MAX_FWD 8
 /* How a stretch is planned. */
 struct stretch_opts {
     int max_handlers;           /* handler breakpoints it may have */
@@ -39,6 +51,13 @@ struct stretch_opts {
     bool alone;
     const struct stores *host; /* ...what the host writes at entries (kvmclock, steal time), or NULL */
     bool fork;                  /* it may fork at a conditional branch (STRETCH_MAX_LEAVES) */
+    /*
+     * Registers and flags are followed through the instructions it can
+     * compute (x86/eval.h): a conditional branch they decide goes on, and
+     * loads from memory only this vCPU writes (alone) are values.
+     */
+    bool eval;
+    bool no_loops;              /* ...but it does not run through loops (instructions again) */
 };
 
 /* What ended a stretch: the exit it costs, by cause (`vbts --stats`). */
@@ -78,9 +97,22 @@ struct stretch_leaf {
     bool sp_exact;                          /* RSP there: RSP at the start plus sp_delta */
     int64_t sp_delta;
     enum stretch_end why;                   /* what ends it */
+    uint32_t regs_known;                    /* general registers its path's evaluation knows there, */
+    uint64_t gpr[16];                       /* ...their values (leap.c checks them) */
 };
 
 struct stretch {
+    /* Where its instructions and records are kept (stretch_attach): planning neither clears nor copies these. */
+    uint64_t *ins;                          /* linear addresses, in the order they run */
+    struct stretch_rec *rec;
+    uint32_t *key;                          /* a loop's: the known registers before each (stretch_key) */
+    uint16_t *known;                        /* ...which they are */
+    uint16_t *recs_before;                  /* records made by the instructions before each */
+    uint8_t *first;                         /* 1 where the instruction is on the stretch for the first time */
+    uint32_t *where;                        /* an address's first index: (gen << 16 | index + 1) by its hash */
+    unsigned cap, nwhere;                   /* instructions they hold; where[]'s entries, a power of 2 */
+    unsigned gen;                           /* where[]'s entries of this plan */
+    /* The plan, from here on. */
     unsigned nins;                          /* ins[] and recs_before[] used */
     unsigned nrec;                          /* rec[] used */
     uint64_t end;                           /* the instruction after the last: its breakpoint */
@@ -107,7 +139,15 @@ struct stretch {
     int nh;
     uint64_t handler[STRETCH_MAX_HANDLERS]; /* distinct handler entries, their breakpoints */
     uint32_t vectors[STRETCH_MAX_HANDLERS]; /* the vectors (bits 0..31) each serves */
-    uint32_t written;                       /* general registers (bit per id) its instructions write */
+    struct eval_regs now;                   /* registers and flags after its last instruction: unknown, the */
+                                            /* ones its instructions write and it did not compute */
+    uint32_t now_key;                       /* ...the known ones' key (stretch_key) */
+    bool eval;                              /* stretch_opts.eval (and alone) */
+    bool mmio_maybe;                        /* an access not known to be in RAM: loads are not known after it */
+    unsigned npt;                           /* pages of the paging entries its accesses walked */
+    uint64_t pt[STRETCH_MAX_PT];
+    unsigned nfwd;
+    struct { uint64_t gpa, val; unsigned len; } fwd[STRETCH_MAX_FWD];
     uint64_t sp_span;                       /* how far pushes, pops, calls may have moved RSP (~0: unknown) */
     bool sp_exact;                          /* RSP at the end is RSP at the start plus sp_delta: */
     int64_t sp_delta;                       /* an event nobody watched moves it (leap.c checks) */
@@ -121,14 +161,36 @@ struct stretch {
     bool mem_targets;                       /* a target was read from memory (not a call's own push) */
     unsigned nseed;                         /* st's first ranges: what the host writes */
     enum stretch_end why;                   /* what it ends at */
-    /* Last, so that a copy takes the part in use (stretch_copy). */
-    uint64_t ins[STRETCH_MAX_INSNS];        /* linear addresses, in the order they run */
-    uint8_t recs_before[STRETCH_MAX_INSNS]; /* records made by the instructions before each */
-    struct stretch_rec rec[STRETCH_MAX_INSNS];
+    bool loops;                             /* it may run an instruction again (a loop whose rounds it computes), */
+    unsigned max_path;                      /* ...to this many instructions */
+    bool came_back;                         /* planning: it came back to its first instruction */
+    bool ran_out;                           /* it ran out of room in a loop: cut back to before its second round */
 };
 
-/* *dst = *src, the arrays as far as they are used. */
+/* The bytes stretch_attach needs for `cap` instructions (at most 65535). */
+#define STRETCH_MEM(cap) ((size_t)(cap) * (sizeof(uint64_t) + sizeof(struct stretch_rec) + sizeof(uint32_t) + \
+                                           2 * sizeof(uint16_t) + sizeof(uint8_t) + 2 * sizeof(uint32_t)) + 8)
+
+/* s keeps up to `cap` instructions in mem (STRETCH_MEM(cap) bytes, 8-aligned, zeroed), and has none. */
+void stretch_attach(struct stretch *s, void *mem, unsigned cap);
+
+/* s has no instructions, nothing planned. */
+void stretch_reset(struct stretch *s);
+
+/* *dst = *src, the arrays as far as they are used (dst holds as many: else the monitor aborts). */
 void stretch_copy(struct stretch *dst, const struct stretch *src);
+
+/* Add the instruction at lin to s, after its records so far (there is room). */
+void stretch_append(struct stretch *s, uint64_t lin);
+
+/*
+ * The general registers `known` (bits, Zydis's order) as a key, their low
+ * halves outside 64-bit mode: where a loop's instruction runs again, the
+ * registers before it say which time.
+ */
+uint32_t stretch_key(const uint64_t gpr[16], uint16_t known, bool long64);
+/* s->now_key after s->now changed from *was, in the general registers `written` (bits) at most. */
+void stretch_key_update(struct stretch *s, const struct eval_regs *was, uint32_t written, bool long64);
 
 /*
  * Plan the stretch that starts at the vCPU's RIP.  False: the instruction
@@ -153,6 +215,9 @@ void stretch_run(const struct cpu_view *v, int max, const uint64_t *stop, unsign
                  struct stretch *s);
 bool stretch_path(const struct cpu_view *v, int max, const uint64_t *stop, unsigned base, unsigned limit,
                   uint64_t from, const struct stretch *s, struct stretch *out);
+
+/* The registers s's evaluation knows at its end, for its leaf l (RSP aside: sp_delta says). */
+void stretch_leaf_regs(struct stretch_leaf *l, const struct stretch *s);
 
 /* Where `lin` lies on the stretch: its index, or -1. */
 int stretch_index(const struct stretch *s, uint64_t lin);

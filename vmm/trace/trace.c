@@ -329,10 +329,19 @@ struct trace *trace_install(struct vm *vm, struct trace_config *c, struct guest_
     tr->gbts = gbts;
     tr->be = host_is_pvm() ? &backend_pvm : &backend_tf;
     tr->block_irq = debug_can_block_irq(vm);
+    /* Stretches run through loops only where one vCPU is alone (trace/stretch.h): room for that there. */
+    unsigned cap = vm->ncpus == 1 ? STRETCH_MAX_PATH : STRETCH_MAX_INSNS;
     for (int i = 0; i < vm->ncpus; i++) {
         tr->cpu[i].tr = tr;
         tr->cpu[i].cpu = &vm->vcpus[i];
         tr->cpu[i].pvm.event_vector = -1;
+        tr->cpu[i].leap.mem = calloc(1, STRETCH_MEM(cap));
+        if (!tr->cpu[i].leap.mem) {
+            trace_free(tr);
+            error_fail("out of memory");
+            return NULL;
+        }
+        stretch_attach(&tr->cpu[i].leap.s, tr->cpu[i].leap.mem, cap);
     }
     if (vcpu_on_hook(vm, VCPU_HOOK_START, on_start, tr) < 0 ||
         vcpu_on_hook(vm, VCPU_HOOK_PRE_RUN, on_pre_run, tr) < 0 ||
@@ -471,6 +480,8 @@ void trace_free(struct trace *t)
     if (!t)
         return;
     pthread_mutex_destroy(&t->catch_lock);
+    for (int i = 0; t->cpu && i < t->vm->ncpus; i++)
+        free(t->cpu[i].leap.mem);
     free(t->cpu);
     free(t);
 }

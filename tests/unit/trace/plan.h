@@ -11,6 +11,7 @@
 #include "trace/stretch.h"
 
 static struct stretch s;
+static uint64_t s_mem[STRETCH_MEM(STRETCH_MAX_PATH) / 8 + 1];
 
 /* One 64-bit gate per exception a stretch of ours may raise: #DE, #SS, #GP, #PF. */
 static inline void gates(void)
@@ -24,14 +25,24 @@ static inline void gates(void)
 /* No fork; alone: targets may be read from memory. */
 static inline bool plan(int max_handlers, const uint64_t *stop, bool alone)
 {
-    const struct stretch_opts o = { max_handlers, stop, alone, NULL, false };
+    const struct stretch_opts o = { max_handlers, stop, alone, NULL, false, false, false };
+    stretch_attach(&s, s_mem, STRETCH_MAX_PATH);
     return stretch_plan(&view, &o, &s);
 }
 
-/* As the branch engine plans in a VM of one vCPU: forks and loops run whole. */
+/* Forks and loops run whole, nothing computed: every conditional branch is the CPU's to decide. */
 static inline bool plan_fork(int max_handlers)
 {
-    const struct stretch_opts o = { max_handlers, NULL, true, NULL, true };
+    const struct stretch_opts o = { max_handlers, NULL, true, NULL, true, false, false };
+    stretch_attach(&s, s_mem, STRETCH_MAX_PATH);
+    return stretch_plan(&view, &o, &s);
+}
+
+/* As the branch engine plans in a VM of one vCPU: registers and flags computed, forks, loops run whole. */
+static inline bool plan_engine(int max_handlers)
+{
+    const struct stretch_opts o = { max_handlers, NULL, true, NULL, true, true, false };
+    stretch_attach(&s, s_mem, STRETCH_MAX_PATH);
     return stretch_plan(&view, &o, &s);
 }
 

@@ -66,7 +66,8 @@ Test(rounds, a_loop_is_not_run_whole_where_a_round_differs)
     /* Another vCPU could change what a round reads: not alone, not run whole. */
     static const uint8_t c[] = { 0x90, 0xff, 0xc9, 0x75, 0xfb, 0x90 };
     code(c, sizeof(c));
-    const struct stretch_opts o = { 3, NULL, false, NULL, true };
+    const struct stretch_opts o = { 3, NULL, false, NULL, true, false, false };
+    stretch_attach(&s, s_mem, STRETCH_MAX_PATH);
     cr_assert(stretch_plan(&view, &o, &s));
     cr_assert_eq(s.rounds, 0);
 }

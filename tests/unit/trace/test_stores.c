@@ -46,3 +46,26 @@ Test(stores, a_paging_entry_written_hits_what_it_maps)
     cr_assert_eq(t.n, 0);
     cr_assert(stores_hit(&s, 0, &view, 0x32000, 4));
 }
+
+Test(stores, a_store_that_touches_a_range_since_keep_widens_it)
+{
+    struct stores s = { 0 };
+    cr_assert(stores_note(&s, &view, 0x20000, 0x20001));
+    cr_assert(stores_note(&s, &view, 0x20001, 0x20002), "a byte after it");
+    cr_assert(stores_note(&s, &view, 0x20000, 0x20001), "the same again");
+    cr_assert_eq(s.n, 1);
+    cr_assert_eq(s.st[0].len, 2);
+    cr_assert(stores_note(&s, &view, 0x20010, 0x20011), "apart: a range of its own");
+    cr_assert_eq(s.n, 2);
+    /* A call's "stores after me" starts at 2: nothing before it widens. */
+    s.keep = 2;
+    cr_assert(stores_note(&s, &view, 0x20002, 0x20003));
+    cr_assert_eq(s.n, 3);
+    cr_assert(stores_hit(&s, 2, &view, 0x20002, 1));
+    cr_assert_eq(s.st[0].len, 2);
+    /* Pages apart are ranges apart, even where their frames touch. */
+    struct stores t = { 0 };
+    cr_assert(stores_note(&t, &view, 0x20ff8, 0x21000));
+    cr_assert(stores_note(&t, &view, 0x21000, 0x21008));
+    cr_assert_eq(t.n, 2);
+}

@@ -310,3 +310,74 @@ Test(stretch, a_delivery_checked_where_the_stretch_leaves_rsp)
     cr_assert(plan(3, NULL, false));
     cr_assert_gt(s.end, 0x10007, "an IST's stack is known: on past the div (0x%llx)", (unsigned long long)s.end);
 }
+
+/* Loops whose rounds the stretch computes: it runs through them, to their exit. */
+
+/* strlen: xor ecx,ecx; L: cmp byte [rsi+rcx],0; je E; inc ecx; jmp L; E: hlt */
+static const uint8_t strlen_code[] = { 0x31, 0xc9, 0x80, 0x3c, 0x0e, 0x00, 0x74, 0x04, 0xff, 0xc1, 0xeb, 0xf6, 0xf4 };
+
+Test(stretch, runs_a_loop_over_data_to_its_exit)
+{
+    code(strlen_code, sizeof(strlen_code));
+    memcpy(gmem_ptr(&mem, 0x20000, 4), "abc", 4);
+    regs.rsi = 0x20000;
+    cr_assert(plan_engine(3));
+    cr_assert_eq(s.end, 0x1000c, "the loop's exit");
+    cr_assert_eq(s.nins, 1 + 3 * 4 + 2);
+    cr_assert_eq(s.nrec, 4, "three jmps back, the je out");
+    cr_assert_eq(s.rec[3].from, 0x10006);
+    cr_assert_eq(s.rec[3].to, 0x1000c);
+    cr_assert_eq(s.nh, 0);
+    cr_assert(s.loops);
+    cr_assert_eq(s.leaf[0].gpr[1], 3, "ECX at the exit, checked there");
+    cr_assert(s.leaf[0].regs_known & 2);
+    unsigned again = 0;
+    for (unsigned i = 0; i < s.nins; i++)
+        again += !s.first[i];
+    cr_assert_eq(again, 10, "the second to fourth rounds are there again");
+    /* Each time at the cmp, the registers say which. */
+    cr_assert_eq(s.ins[1], 0x10002);
+    cr_assert_eq(s.ins[5], 0x10002);
+    cr_assert_neq(s.key[1], s.key[5]);
+    cr_assert_eq(s.known[1] & 2, 2);
+    uint64_t g[16] = { 0 };
+    g[1] = 1;
+    g[6] = 0x20000;
+    cr_assert_eq(stretch_key(g, s.known[5], true) == s.key[5], regs.rax == 0 && regs.rdx == 0);
+}
+
+Test(stretch, a_loop_it_cannot_finish_ends_after_its_first_round)
+{
+    code(strlen_code, sizeof(strlen_code));
+    memset(gmem_ptr(&mem, 0x20000, 0x10000), 'a', 0x10000);    /* longer than a stretch */
+    regs.rsi = 0x20000;
+    cr_assert(plan_engine(3));
+    cr_assert_eq(s.end, 0x1000a, "its last new instruction: a breakpoint elsewhere would fire early");
+    for (unsigned i = 0; i < s.nins; i++)
+        cr_assert(s.first[i]);
+}
+
+Test(stretch, an_instruction_that_may_raise_runs_once)
+{
+    /* L: bsf ebx,ebx; mov al,[rbx]; dec ecx; jnz L: the load's address is not known */
+    static const uint8_t a[] = { 0x0f, 0xbc, 0xdb, 0x8a, 0x03, 0xff, 0xc9, 0x75, 0xf7 };
+    code(a, sizeof(a));
+    regs.rcx = 5;
+    gates();
+    cr_assert(plan_engine(3));
+    cr_assert_eq(s.end, 0x10007, "an exception's frame must name one time");
+    cr_assert_eq(s.nins, 3);
+}
+
+Test(stretch, a_loop_that_calls_and_stores_each_round_runs_whole)
+{
+    /* xor ecx,ecx; L: mov [rsp+8],ecx; call F; inc ecx; cmp ecx,20; jne L; hlt; F: ret */
+    static const uint8_t a[] = { 0x31, 0xc9, 0x89, 0x4c, 0x24, 0x08, 0xe8, 0x08, 0x00, 0x00, 0x00, 0xff, 0xc1,
+                                 0x83, 0xf9, 0x14, 0x75, 0xf0, 0xf4, 0xc3 };
+    code(a, sizeof(a));
+    cr_assert(plan_engine(3));
+    cr_assert_eq(s.end, 0x10012, "the hlt after 20 rounds");
+    cr_assert_eq(s.nrec, 20 + 20 + 19);
+    cr_assert_eq(s.st.n, 2, "each round's store and push widen the first round's");
+    cr_assert_eq(s.ncall, 0, "every call returned");
+}

@@ -49,6 +49,13 @@ static bool counter_of(const struct cpu_view *v, const struct stretch *s, uint64
     return (*bits == 32 || *bits == 64) && *r != ZYDIS_REGISTER_RSP;
 }
 
+bool rounds_counted(const struct cpu_view *v, const struct stretch *s, uint64_t j)
+{
+    ZydisRegister r;
+    unsigned bits, at;
+    return counter_of(v, s, j, &r, &bits, &at);
+}
+
 /*
  * The stretch ends at a conditional branch back to its own start, through
  * code known at plan time, and a register counts the rounds down: it is

@@ -17,4 +17,11 @@
  */
 bool rounds_plan(const struct cpu_view *v, int max, const uint64_t *stop, struct stretch *out);
 
+/*
+ * The conditional branch at j, after s's last instruction, is a loop's
+ * back edge counted down in a register (`dec r`/`sub r, 1` then `jnz`,
+ * or `loop`): a stretch from the loop's head may run it whole.
+ */
+bool rounds_counted(const struct cpu_view *v, const struct stretch *s, uint64_t j);
+
 #endif

@@ -253,6 +253,14 @@ bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint6
         ends = STRETCH_END_CUT;     /* a branch to start with is the caller's to take */
     } else {
         ends = known_branch_ends(v, lin, in, ops, &p, s);
+        /*
+         * A counted loop's way back, computed: the loop runs whole from its
+         * head (trace/rounds.h) for less than its rounds cost computed one
+         * by one.  It ends here, and the next stretch starts at the head.
+         */
+        if (ends < 0 && s->loops && p.kind == VBTS_KIND_JCC && stretch_index(s, p.target) >= 0 &&
+            rounds_counted(v, s, lin))
+            ends = STRETCH_END_JCC;
     }
     if (ends >= 0) {
         s->why = (enum stretch_end)ends;

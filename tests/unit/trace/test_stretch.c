@@ -381,3 +381,20 @@ Test(stretch, a_loop_that_calls_and_stores_each_round_runs_whole)
     cr_assert_eq(s.st.n, 2, "each round's store and push widen the first round's");
     cr_assert_eq(s.ncall, 0, "every call returned");
 }
+
+Test(stretch, a_counted_loop_is_left_to_run_whole_from_its_head)
+{
+    /* mov ecx,5; L: nop; dec ecx; jnz L; hlt */
+    static const uint8_t a[] = { 0xb9, 0x05, 0x00, 0x00, 0x00, 0x90, 0xff, 0xc9, 0x75, 0xfb, 0xf4 };
+    code(a, sizeof(a));
+    cr_assert(plan_engine(3));
+    cr_assert(s.end == 0x10008 || s.ins[s.nprefix - 1] == 0x10008, "it stops at the way back, or forks there");
+    for (unsigned i = 0; i < s.nins; i++)
+        cr_assert(s.first[i]);
+    /* From the head, the loop runs whole. */
+    regs.rip = 0x10005;
+    regs.rcx = 5;
+    cr_assert(plan_engine(3));
+    cr_assert_eq(s.rounds, 5);
+    cr_assert_eq(s.end, 0x1000a);
+}

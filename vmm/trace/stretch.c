@@ -460,7 +460,12 @@ static bool plan(const struct cpu_view *v, const struct stretch_opts *o, struct 
         return false;
     if (!plan_once(v, o, max_handlers, o->eval && o->alone, lin, out))
         return false;
-    if (o->fork && (out->why == STRETCH_END_JCC || out->came_back) && plan_rounds(v, o, max_handlers, lin, out))
+    /*
+     * A round needs a counted way back: the plain plan ends at the first
+     * conditional branch, this one's end, or one on the way back to its start.
+     */
+    if (o->fork && ((out->why == STRETCH_END_JCC && rounds_counted(v, out, out->end)) || out->came_back) &&
+        plan_rounds(v, o, max_handlers, lin, out))
         return true;
     if (o->fork && out->why == STRETCH_END_JCC)
         fork_plan(v, max_handlers, o->stop, out);

@@ -15,6 +15,17 @@ static bool written(const struct stretch *s, ZydisRegister r)
     return s->now.unknown & eval_gpr_bit(r);
 }
 
+static bool is_sp(ZydisRegister r)
+{
+    return eval_gpr_bit(r) == 1u << 4;
+}
+
+/* A memory operand's address from registers the stretch knows (RSP where it knows where it left it). */
+static bool address_known(const struct stretch *s, const ZydisDecodedOperand *op)
+{
+    return !written(s, op->mem.index) && !(written(s, op->mem.base) && !(is_sp(op->mem.base) && s->sp_exact));
+}
+
 /* A general register's value where the stretch knows it. */
 static bool known_reg(const struct stretch *s, ZydisRegister r, uint64_t *val)
 {
@@ -33,11 +44,6 @@ static bool rep_span(const struct cpu_view *at, const ZydisDecodedInstruction *i
         return false;
     *span = n * elem;
     return true;
-}
-
-static bool is_sp(ZydisRegister r)
-{
-    return eval_gpr_bit(r) == 1u << 4;
 }
 
 /*
@@ -295,8 +301,7 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
         if (written(s, ops[0].reg.value) || is_sp(ops[0].reg.value) || cpu_register(&r, ops[0].reg.value, &val))
             return false;
     } else if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[0].mem.type == ZYDIS_MEMOP_TYPE_MEM) {
-        if (!s->alone || s->mmio_maybe || written(s, ops[0].mem.index) ||
-            (written(s, ops[0].mem.base) && !(is_sp(ops[0].mem.base) && s->sp_exact)) ||
+        if (!s->alone || s->mmio_maybe || !address_known(s, &ops[0]) ||
             cpu_operand_address(&at, in, &ops[0], &ea) < 0 || stores_hit(&s->st, 0, v, ea, w) ||
             loads_paging_entry(v, ea, w, s) || cpu_read_linear(v, ea, &val, w) < 0)
             return false;
@@ -390,7 +395,7 @@ static bool load(void *ctx, const ZydisDecodedOperand *op, int64_t offset, unsig
     struct cpu_view at = { c->v->mem, &r, sr };
     uint64_t ea;
     if (!s->alone || s->mmio_maybe || bytes == 0 || bytes > 8 || op->mem.type != ZYDIS_MEMOP_TYPE_MEM ||
-        written(s, op->mem.index) || (written(s, op->mem.base) && !(is_sp(op->mem.base) && s->sp_exact)))
+        !address_known(s, op))
         return false;
     regs_at(c->v, c->lin, s, &r);
     if (cpu_operand_address(&at, c->in, op, &ea) < 0)
@@ -414,7 +419,7 @@ static bool access_range(const struct cpu_view *at, const ZydisDecodedInstructio
     int64_t off;
     *n = op->size / 8;
     if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.type != ZYDIS_MEMOP_TYPE_MEM || *n == 0 || *n > 16 ||
-        written(s, op->mem.index) || (written(s, op->mem.base) && !(is_sp(op->mem.base) && s->sp_exact)))
+        !address_known(s, op))
         return false;
     if (op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN) {
         /* The stack's slot of a push, pop, call or return; others (ENTER, LEAVE, string operands) are not known here. */

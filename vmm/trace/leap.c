@@ -308,12 +308,11 @@ static int exception(struct trace_vcpu *t, const struct cpu_view *v, int h)
  */
 static bool regs_differ(const struct cpu_view *v, const struct stretch_leaf *l)
 {
-    const struct kvm_regs *r = v->regs;
-    const uint64_t g[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
-                             r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    struct eval_regs now;
+    eval_init(&now, v->regs);
     uint64_t m = cpu_mode(v->sregs) == MODE_LONG64 ? ~0ull : 0xffffffffull;
     for (unsigned i = 0; i < 16; i++)
-        if ((l->regs_known & (1u << i)) && ((g[i] ^ l->gpr[i]) & m))
+        if ((l->regs_known & (1u << i)) && ((now.gpr[i] ^ l->gpr[i]) & m))
             return true;
     return false;
 }
@@ -391,16 +390,15 @@ static int position(struct trace_vcpu *t, uint64_t at)
         return i;
     struct cpu_view v;
     trace_view(t, &v);
-    const struct kvm_regs *r = v.regs;
-    const uint64_t g[16] = { r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
-                             r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    struct eval_regs now;
+    eval_init(&now, v.regs);
     bool long64 = cpu_mode(v.sregs) == MODE_LONG64, again = false;
     for (unsigned k = (unsigned)i + 1; k < s->nins && !again; k++)
         again = s->ins[k] == at;
     if (!again)
         return i;
     for (unsigned k = (unsigned)i; k < s->nins; k++) {
-        if (s->ins[k] != at || stretch_key(g, s->known[k], long64) != s->key[k])
+        if (s->ins[k] != at || stretch_key(now.gpr, s->known[k], long64) != s->key[k])
             continue;
         if (found >= 0)
             return -2;

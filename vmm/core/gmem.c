@@ -226,7 +226,8 @@ static enum gmem_xlate walk(const struct gmem *m, const struct gmem_paging *pg, 
         return walk_now(m, pg, lin, gpa, a, mk);
     uint64_t page = lin & ~0xfffull;
     struct memo *e = &memo[(page >> 12) % MEMO_SIZE];
-    if (e->epoch != memo_epoch || e->page != page || e->m != m || memcmp(&e->pg, pg, sizeof(*pg))) {
+    if (e->epoch != memo_epoch || e->page != page || e->m != m || e->pg.cr3 != pg->cr3 || e->pg.cr0 != pg->cr0 ||
+        e->pg.cr4 != pg->cr4 || e->pg.efer != pg->efer) {
         *e = (struct memo){ .epoch = memo_epoch, .m = m, .pg = *pg, .page = page };
         e->r = walk_now(m, pg, page, &e->gpa, &e->a, mk);
     }

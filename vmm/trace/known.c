@@ -17,7 +17,7 @@ static bool written(const struct stretch *s, ZydisRegister r)
 
 static bool is_sp(ZydisRegister r)
 {
-    return eval_gpr_bit(r) == 1u << 4;
+    return r == ZYDIS_REGISTER_RSP || r == ZYDIS_REGISTER_ESP || r == ZYDIS_REGISTER_SP || r == ZYDIS_REGISTER_SPL;
 }
 
 /* A memory operand's address from registers the stretch knows (RSP where it knows where it left it). */
@@ -52,8 +52,11 @@ static bool rep_span(const struct cpu_view *at, const ZydisDecodedInstruction *i
  * where it left it, the others as it computed them; those it did not are
  * not known (written()).
  */
-static void regs_at(const struct cpu_view *v, uint64_t lin, const struct stretch *s, struct kvm_regs *r)
+static const struct kvm_regs *regs_at(const struct cpu_view *v, uint64_t lin, const struct stretch *s,
+                                      struct kvm_regs *r)
 {
+    if (s->at_set && s->at_lin == lin)
+        return &s->at;
     const uint64_t *g = s->now.gpr;
     *r = *v->regs;
     r->rax = g[0], r->rcx = g[1], r->rdx = g[2], r->rbx = g[3], r->rbp = g[5], r->rsi = g[6], r->rdi = g[7];
@@ -62,6 +65,15 @@ static void regs_at(const struct cpu_view *v, uint64_t lin, const struct stretch
     r->rip = lin - s->cs_base;
     if (s->sp_exact)
         r->rsp = cpu_sp_add(v->sregs, v->regs->rsp, s->sp_delta);
+    return r;
+}
+
+void known_begin(const struct cpu_view *v, uint64_t lin, struct stretch *s)
+{
+    s->at_set = false;
+    regs_at(v, lin, s, &s->at);
+    s->at_lin = lin;
+    s->at_set = true;
 }
 
 /* A push's slot, or a call's, below RSP as the stretch has it: the bytes it writes, exactly. */
@@ -88,8 +100,8 @@ bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
 {
     uint64_t base = v->sregs->idt.base, end = base + v->sregs->idt.limit;
     struct kvm_regs r;
-    struct cpu_view at = { v->mem, &r, v->sregs };
-    regs_at(v, lin, s, &r);
+    struct cpu_view at = { v->mem, NULL, v->sregs };
+    at.regs = regs_at(v, lin, s, &r);
     for (unsigned i = 0; i < in->operand_count; i++) {
         uint64_t ea, slack = 0, n = ops[i].size / 8, span;
         if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
@@ -109,7 +121,7 @@ bool known_store_cuts(const struct cpu_view *v, uint64_t lin, const ZydisDecoded
         slack += span;
         uint64_t lo, hi;
         if (pushes(in, &ops[i], s)) {
-            lo = cpu_stack_base(v->sregs) + cpu_sp_add(v->sregs, r.rsp, -(int64_t)n);
+            lo = cpu_stack_base(v->sregs) + cpu_sp_add(v->sregs, at.regs->rsp, -(int64_t)n);
             hi = lo + n;
         } else if (cpu_operand_address(&at, in, &ops[i], &ea) == 0) {
             /* A bit test's store lands in the unit of its bit, as far from the operand as the offset says. */
@@ -220,10 +232,10 @@ static void note_sp(const struct cpu_view *v, const ZydisDecodedInstruction *in,
 
 /* Where the instruction, now in the stretch, leaves RSP to the ones after it. */
 static void note_writes(const struct cpu_view *v, const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
-                        struct stretch *s)
+                        uint32_t written, struct stretch *s)
 {
     note_sp(v, in, ops, s);
-    s->now.unknown |= eval_gprs_written(in, ops) & SP_BIT;
+    s->now.unknown |= written & SP_BIT;
     for (unsigned i = 0; i < in->operand_count; i++) {
         if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
             !is_sp(ops[i].reg.value) || s->sp_span == ~0ull)
@@ -291,14 +303,14 @@ static bool target(const struct cpu_view *v, uint64_t lin, const ZydisDecodedIns
         w * 8 != (mode == MODE_LONG64 ? 64u : 32u))
         return false;
     struct kvm_regs r;
-    struct cpu_view at = { v->mem, &r, v->sregs };
-    regs_at(v, lin, s, &r);
+    struct cpu_view at = { v->mem, NULL, v->sregs };
+    at.regs = regs_at(v, lin, s, &r);
     if (in->meta.category == ZYDIS_CATEGORY_RET) {
         if (!s->sp_exact || w * 8 != cpu_stack_width(sr) ||
-            !slot_value(v, cpu_stack_base(sr) + r.rsp, w, s, &val, memory))
+            !slot_value(v, cpu_stack_base(sr) + at.regs->rsp, w, s, &val, memory))
             return false;
     } else if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
-        if (written(s, ops[0].reg.value) || is_sp(ops[0].reg.value) || cpu_register(&r, ops[0].reg.value, &val))
+        if (written(s, ops[0].reg.value) || is_sp(ops[0].reg.value) || cpu_register(at.regs, ops[0].reg.value, &val))
             return false;
     } else if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[0].mem.type == ZYDIS_MEMOP_TYPE_MEM) {
         if (!s->alone || s->mmio_maybe || !address_known(s, &ops[0]) ||
@@ -392,12 +404,12 @@ static bool load(void *ctx, const ZydisDecodedOperand *op, int64_t offset, unsig
     const struct stretch *s = c->s;
     const struct kvm_sregs *sr = c->v->sregs;
     struct kvm_regs r;
-    struct cpu_view at = { c->v->mem, &r, sr };
+    struct cpu_view at = { c->v->mem, NULL, sr };
     uint64_t ea;
     if (!s->alone || s->mmio_maybe || bytes == 0 || bytes > 8 || op->mem.type != ZYDIS_MEMOP_TYPE_MEM ||
         !address_known(s, op))
         return false;
-    regs_at(c->v, c->lin, s, &r);
+    at.regs = regs_at(c->v, c->lin, s, &r);
     if (cpu_operand_address(&at, c->in, op, &ea) < 0)
         return false;
     ea += (uint64_t)offset;
@@ -445,15 +457,15 @@ static void touch_accesses(const struct cpu_view *v, uint64_t lin, const ZydisDe
                            const ZydisDecodedOperand *ops, struct stretch *s)
 {
     struct kvm_regs r;
-    struct cpu_view at = { v->mem, &r, v->sregs };
+    struct cpu_view at = { v->mem, NULL, v->sregs };
     if (s->nins < 2 || (s->ins[s->nins - 2] >> 12) != (lin >> 12))
         loads_walked(v, lin, s);
     if (((lin + in->length - 1) >> 12) != (lin >> 12))
         loads_walked(v, lin + in->length - 1, s);
-    regs_at(v, lin, s, &r);
+    at.regs = regs_at(v, lin, s, &r);
     for (unsigned i = 0; i < in->operand_count; i++) {
         uint64_t lo, n;
-        if (access_range(&at, in, ops, i, s, &lo, &n)) {
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && access_range(&at, in, ops, i, s, &lo, &n)) {
             loads_walked(v, lo, s);
             loads_walked(v, lo + n - 1, s);
         }
@@ -493,9 +505,9 @@ static void note_stored(const struct cpu_view *v, uint64_t lin, const ZydisDecod
         return;
     }
     struct kvm_regs r;
-    struct cpu_view at = { v->mem, &r, v->sregs };
+    struct cpu_view at = { v->mem, NULL, v->sregs };
     uint64_t lo, n, val;
-    regs_at(v, lin, s, &r);
+    at.regs = regs_at(v, lin, s, &r);
     if (mem >= in->operand_count || ops[mem].type != ZYDIS_OPERAND_TYPE_MEMORY ||
         !access_range(&at, in, ops, mem, s, &lo, &n))
         return;
@@ -519,12 +531,14 @@ void known_note(const struct cpu_view *v, uint64_t lin, const ZydisDecodedInstru
     } else {
         eval_forget(in, ops, &after);
     }
-    note_writes(v, in, ops, s);
+    uint32_t w = eval_gprs_written(in, ops);
+    note_writes(v, in, ops, w, s);
     after.unknown = (after.unknown & ~SP_BIT) | (s->now.unknown & SP_BIT);
     struct eval_regs was = s->now;
     s->now = after;
+    s->at_set = false;
     if (s->loops)
-        stretch_key_update(s, &was, eval_gprs_written(in, ops), cpu_mode(v->sregs) == MODE_LONG64);
+        stretch_key_update(s, &was, w, cpu_mode(v->sregs) == MODE_LONG64);
     if (in->mnemonic == ZYDIS_MNEMONIC_STAC || in->mnemonic == ZYDIS_MNEMONIC_CLAC)
         s->ac_changed = true;
     note_call(lin, in, s);
@@ -539,16 +553,16 @@ uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const Zydis
         in->meta.category == ZYDIS_CATEGORY_STRINGOP || (in->attributes & ZYDIS_ATTRIB_HAS_REP))
         return 0;
     struct kvm_regs r;
-    struct cpu_view at = { v->mem, &r, v->sregs };
-    regs_at(v, lin, s, &r);
+    struct cpu_view at = { v->mem, NULL, v->sregs };
+    at.regs = regs_at(v, lin, s, &r);
     uint32_t safe = 0;
     for (unsigned i = 0; i < in->operand_count && i < 32; i++) {
         uint64_t lo, n;
         uint8_t bytes[16];
         struct delivery d;
         /* Mapped and in RAM, as a read shows: an access elsewhere exits to the monitor mid-stretch. */
-        if (access_range(&at, in, ops, i, s, &lo, &n) && cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) &&
-            lo + n > lo && cpu_read_linear(v, lo, bytes, n) == 0 && !stores_remap(&s->st, 0, v, lo, n) &&
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && access_range(&at, in, ops, i, s, &lo, &n) &&
+            cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) && lo + n > lo && cpu_read_linear(v, lo, bytes, n) == 0 && !stores_remap(&s->st, 0, v, lo, n) &&
             fault_page(v, lo, n, ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE, &d) == FAULT_NONE)
             safe |= 1u << i;
     }

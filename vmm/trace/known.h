@@ -14,6 +14,13 @@
 #include "trace/stretch.h"
 
 /*
+ * The instruction at lin is the next the stretch may add: the registers
+ * its operands use, as the stretch knows them, for the calls below on it
+ * until known_note.
+ */
+void known_begin(const struct cpu_view *v, uint64_t lin, struct stretch *s);
+
+/*
  * The instruction at lin may store into the IDT (the handlers watched were
  * read from it), into an APIC's page, or where the stretch cannot bound:
  * it ends the stretch.  Else its stores are noted in s->st.

@@ -140,12 +140,10 @@ static int host_writes(struct trace_vcpu *t)
     int n = kvm_x86_host_writes(t->cpu, a, KVM_X86_MAX_AREAS);
     if (n < 0)
         return -1;
-    t->leap.host.n = 0;
-    for (int i = 0; i < n; i++) {
-        t->leap.host.st[i].gpa = a[i].gpa;
-        t->leap.host.st[i].len = a[i].len;
-    }
-    t->leap.host.n = (unsigned)n;
+    t->leap.host = (struct stores){ 0 };
+    for (int i = 0; i < n; i++)
+        if (!stores_add(&t->leap.host, a[i].gpa, a[i].len))
+            return -1;
     t->leap.host_known = true;
     return 0;
 }

@@ -1,6 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace/stores.h"
 
+static uint64_t page_bits(uint64_t gpa, uint64_t len)
+{
+    uint64_t first = gpa >> 12, last = (gpa + len - 1) >> 12;
+    if (len == 0 || gpa + len < gpa || last - first >= 63)
+        return ~0ull;
+    uint64_t m = 0;
+    for (uint64_t p = first; p <= last; p++)
+        m |= 1ull << (p % 64);
+    return m;
+}
+
 /* A range since s->keep in the page of [gpa, gpa + len) that overlaps or touches it takes it in. */
 static bool widen(struct stores *s, uint64_t gpa, uint64_t len)
 {
@@ -11,9 +22,20 @@ static bool widen(struct stores *s, uint64_t gpa, uint64_t len)
         uint64_t lo = a < gpa ? a : gpa, hi = b > gpa + len ? b : gpa + len;
         s->st[i].gpa = lo;
         s->st[i].len = hi - lo;
+        s->pages |= page_bits(lo, hi - lo);
         return true;
     }
     return false;
+}
+
+bool stores_add(struct stores *s, uint64_t gpa, uint64_t len)
+{
+    if (s->n == STORES_MAX)
+        return false;
+    s->st[s->n].gpa = gpa;
+    s->st[s->n++].len = len;
+    s->pages |= page_bits(gpa, len);
+    return true;
 }
 
 bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64_t hi)
@@ -27,12 +49,9 @@ bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64
         if (end > hi || end == 0)
             end = hi;
         /* Not mapped: the store faults there, on a watched handler, and writes nothing. */
-        if (gmem_translate(v->mem, &pg, at, &gpa) == GMEM_OK && !widen(s, gpa, end - at)) {
-            if (s->n == STORES_MAX)
-                return false;
-            s->st[s->n].gpa = gpa;
-            s->st[s->n++].len = end - at;
-        }
+        if (gmem_translate(v->mem, &pg, at, &gpa) == GMEM_OK && !widen(s, gpa, end - at) &&
+            !stores_add(s, gpa, end - at))
+            return false;
         at = end;
     }
     return true;
@@ -40,6 +59,8 @@ bool stores_note(struct stores *s, const struct cpu_view *v, uint64_t lo, uint64
 
 static bool overlaps(const struct stores *s, unsigned from, unsigned to, uint64_t gpa, uint64_t len)
 {
+    if (!(s->pages & page_bits(gpa, len)))
+        return false;
     for (unsigned i = from; i < to; i++)
         if (gpa < s->st[i].gpa + s->st[i].len && s->st[i].gpa < gpa + len)
             return true;

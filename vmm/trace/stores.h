@@ -26,7 +26,11 @@ struct stores {
      * someone's "stores from here on" (a call's, the host's), and stay.
      */
     unsigned keep;
+    uint64_t pages;     /* a bit per page a range lies in, by page number mod 64: most checks end here */
 };
+
+/* Note the guest-physical range [gpa, gpa + len) as written; false if there is no room. */
+bool stores_add(struct stores *s, uint64_t gpa, uint64_t len);
 
 /*
  * Note the linear bytes [lo, hi) as written, through v's paging (bytes

@@ -103,7 +103,8 @@ static uint32_t raises(const struct cpu_view *v, uint64_t lin, const ZydisDecode
     if (!safe)
         return fault_may_raise(v, lin, in, ops) & ~(1u << 8);
     ZydisDecodedOperand left[ZYDIS_MAX_OPERAND_COUNT];
-    memcpy(left, ops, sizeof(left));
+    unsigned k = in->operand_count > 2 ? in->operand_count : 2;    /* fault.c reads the first two by name */
+    memcpy(left, ops, k * sizeof(left[0]));
     for (unsigned i = 0; i < in->operand_count; i++)
         if (safe & (1u << i))
             left[i].type = ZYDIS_OPERAND_TYPE_UNUSED;
@@ -240,6 +241,7 @@ bool stretch_extend(const struct cpu_view *v, uint64_t lin, int max, const uint6
     if (cpu_decode_ref(v, lin, &in, &ops, &why) < 0)
         return false;
     branch_predict_decoded(v, lin, in, ops, &p);
+    known_begin(v, lin, s);
     /*
      * The conditional branch a fork starts at runs on the CPU: which way it
      * goes, the leaf says.  A loop's round takes it back (fork_taken).

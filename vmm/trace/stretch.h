@@ -165,6 +165,9 @@ struct stretch {
     unsigned max_path;                      /* ...to this many instructions */
     bool came_back;                         /* planning: it came back to its first instruction */
     bool ran_out;                           /* it ran out of room in a loop: cut back to before its second round */
+    bool at_set;                            /* planning: the registers the instruction at at_lin computes */
+    uint64_t at_lin;                        /* ...its operands from (known_begin) */
+    struct kvm_regs at;
 };
 
 /* The bytes stretch_attach needs for `cap` instructions (at most 65535). */

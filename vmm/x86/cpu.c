@@ -16,24 +16,9 @@ void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned
                                .l = code, .db = !code, .g = 1 };
 }
 
-enum cpu_mode cpu_mode(const struct kvm_sregs *s)
-{
-    if (!(s->cr0 & 1))
-        return MODE_REAL16;
-    if (s->efer & EFER_LMA)
-        return s->cs.l ? MODE_LONG64 : MODE_COMPAT32;
-    return s->cs.db ? MODE_PROT32 : MODE_PROT16;
-}
-
 uint64_t cpu_code_base(const struct kvm_sregs *s)
 {
     return cpu_mode(s) == MODE_LONG64 ? 0 : s->cs.base;
-}
-
-bool cpu_canonical(const struct kvm_sregs *s, uint64_t a)
-{
-    int bits = (s->cr4 & CR4_LA57) ? 57 : 48;
-    return (uint64_t)((int64_t)(a << (64 - bits)) >> (64 - bits)) == a;
 }
 
 bool cpu_ip_allowed(const struct kvm_sregs *s, uint64_t ip)
@@ -82,14 +67,6 @@ unsigned cpu_stack_width(const struct kvm_sregs *s)
     if (cpu_mode(s) == MODE_LONG64)
         return 64;
     return s->ss.db ? 32 : 16;
-}
-
-void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg)
-{
-    pg->cr0 = s->cr0;
-    pg->cr3 = s->cr3;
-    pg->cr4 = s->cr4;
-    pg->efer = s->efer;
 }
 
 bool cpu_fetch_touches(const struct cpu_view *v, uint64_t lin, uint64_t page)

@@ -47,12 +47,24 @@ enum cpu_mode { MODE_REAL16, MODE_PROT16, MODE_PROT32, MODE_COMPAT32, MODE_LONG6
 #define MSR_CSTAR 0xc0000083u
 #define MSR_FMASK 0xc0000084u
 
-enum cpu_mode cpu_mode(const struct kvm_sregs *s);
+/* The planner asks for these at every instruction: inline. */
+static inline enum cpu_mode cpu_mode(const struct kvm_sregs *s)
+{
+    if (!(s->cr0 & 1))
+        return MODE_REAL16;
+    if (s->efer & EFER_LMA)
+        return s->cs.l ? MODE_LONG64 : MODE_COMPAT32;
+    return s->cs.db ? MODE_PROT32 : MODE_PROT16;
+}
 /* A flat 64-bit code segment (code) or data/stack segment, as SYSCALL and SYSRET load them. */
 void cpu_flat64_segment(struct kvm_segment *s, uint16_t sel, bool code, unsigned dpl);
 uint64_t cpu_linear_ip(const struct kvm_regs *r, const struct kvm_sregs *s);
 /* A linear address is canonical for the paging depth CR4.LA57 selects (57 or 48 bits). */
-bool cpu_canonical(const struct kvm_sregs *s, uint64_t a);
+static inline bool cpu_canonical(const struct kvm_sregs *s, uint64_t a)
+{
+    int bits = (s->cr4 & CR4_LA57) ? 57 : 48;
+    return (uint64_t)((int64_t)(a << (64 - bits)) >> (64 - bits)) == a;
+}
 /* A branch may go to offset ip: canonical in 64-bit mode, within CS's limit elsewhere (else #GP at the branch). */
 bool cpu_ip_allowed(const struct kvm_sregs *s, uint64_t ip);
 /* What CS adds to an offset to make it linear: nothing in 64-bit mode. */
@@ -73,7 +85,10 @@ static inline int cpu_cpl(const struct kvm_sregs *s)
 {
     return (s->cr0 & 1) ? (s->cs.selector & 3) : 0;
 }
-void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg);
+static inline void cpu_paging(const struct kvm_sregs *s, struct gmem_paging *pg)
+{
+    *pg = (struct gmem_paging){ s->cr0, s->cr3, s->cr4, s->efer };
+}
 /*
  * Does fetching the instruction at linear `lin` take a byte from the
  * guest-physical page `page`?  Its first byte, or the last an instruction

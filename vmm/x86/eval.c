@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "x86/eval.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #include "x86/cpu.h"
@@ -23,9 +22,9 @@ static struct gpr_of {
     int8_t id;          /* -1: not a general register */
     uint8_t bits;
 } gprs[ZYDIS_REGISTER_MAX_VALUE + 1];
-static pthread_once_t gprs_once = PTHREAD_ONCE_INIT;
 
-static void gprs_init(void)
+/* Before main: a pthread_once per lookup cost the planner more than the lookup. */
+__attribute__((constructor)) static void gprs_init(void)
 {
     for (int r = 0; r <= ZYDIS_REGISTER_MAX_VALUE; r++) {
         ZydisRegisterClass c = ZydisRegisterGetClass((ZydisRegister)r);
@@ -39,7 +38,6 @@ static void gprs_init(void)
 static const struct gpr_of *gpr_of(ZydisRegister r)
 {
     static const struct gpr_of none = { -1, 0 };
-    pthread_once(&gprs_once, gprs_init);
     return (unsigned)r <= ZYDIS_REGISTER_MAX_VALUE ? &gprs[r] : &none;
 }
 

@@ -121,13 +121,15 @@ Test(known, memory_the_host_writes_at_entries_is_not_read)
     memcpy(gmem_ptr(&mem, 0x10020, 2), (uint8_t[]){ 0x75, 0x00 }, 2);
     gates();
     /* The slot lies in a kvmclock page: KVM may rewrite it as the stretch starts. */
-    const struct stores kvmclock = { 1, { { 0x50000, 32 } }, 0 };
+    struct stores kvmclock = { 0 };
+    cr_assert(stores_add(&kvmclock, 0x50000, 32));
     const struct stretch_opts o = { 3, NULL, true, &kvmclock, false, false, false };
     stretch_attach(&s, s_mem, STRETCH_MAX_PATH);
     cr_assert(stretch_plan(&view, &o, &s));
     cr_assert_eq(s.end, 0x10001);
     cr_assert_eq(s.why, STRETCH_END_RET);
-    const struct stores elsewhere = { 1, { { 0x51000, 32 } }, 0 };
+    struct stores elsewhere = { 0 };
+    cr_assert(stores_add(&elsewhere, 0x51000, 32));
     const struct stretch_opts p = { 3, NULL, true, &elsewhere, false, false, false };
     cr_assert(stretch_plan(&view, &p, &s));
     cr_assert_eq(s.end, 0x10020);

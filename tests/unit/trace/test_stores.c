@@ -69,3 +69,28 @@ Test(stores, a_store_that_touches_a_range_since_keep_widens_it)
     cr_assert(stores_note(&t, &view, 0x21000, 0x21008));
     cr_assert_eq(t.n, 2);
 }
+
+Test(stores, the_page_filter_passes_every_page_a_range_lies_in)
+{
+    /* A host's range may cross a page: both pages are hit. */
+    struct stores s = { 0 };
+    cr_assert(stores_add(&s, 0x20ffc, 8));
+    cr_assert(stores_hit(&s, 0, &view, 0x20ffc, 1));
+    cr_assert(stores_hit(&s, 0, &view, 0x21003, 1));
+    cr_assert_not(stores_hit(&s, 0, &view, 0x21004, 4));
+    /* Page 0x60 shares 0x20's filter bit (mod 64): the ranges decide, not the bit. */
+    cr_assert_not(stores_hit(&s, 0, &view, 0x60ffc, 4));
+    /* A range widened within its page is hit where it grew. */
+    struct stores t = { 0 };
+    cr_assert(stores_note(&t, &view, 0x22000, 0x22008));
+    cr_assert(stores_note(&t, &view, 0x22008, 0x22800));
+    cr_assert_eq(t.n, 1);
+    cr_assert(stores_hit(&t, 0, &view, 0x227f8, 8));
+    cr_assert_not(stores_hit(&t, 0, &view, 0x22800, 8));
+    /* Full: no room, nothing noted. */
+    struct stores u = { 0 };
+    for (unsigned i = 0; i < STORES_MAX; i++)
+        cr_assert(stores_add(&u, 0x30000 + 0x1000 * i, 8));
+    cr_assert_not(stores_add(&u, 0x50000, 8));
+    cr_assert_not(stores_hit(&u, 0, &view, 0x50000, 8));
+}

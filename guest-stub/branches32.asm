@@ -149,7 +149,12 @@ main32:
         call far [ptr_f_far]            ; @bts -> f_far
         ; @bts f_far.ret -> .fcallm_r
 .fcallm_r:
-        push dword 0x44
+        ; The argument has an RFLAGS image's shape, TF in it (VIP, IF, TF):
+        ; after retf 4, below ESP, with the return address and CS, it looks
+        ; like the frame of an exception at .fcall4_r.  A host that runs a
+        ; handler unstepped (kvm_amd) leaves only such a frame: vbts tells
+        ; these old bytes from one by the flags, which are not the CPU's.
+        push dword 0x100302
 .fcall4:
         call SEL_CODE32:f_far4          ; @bts -> f_far4
         ; @bts f_far4.ret -> .fcall4_r   (retf 4)

@@ -380,3 +380,26 @@ bool branch_straight_line(const struct cpu_view *v, uint64_t start, uint64_t end
     }
     return true;
 }
+
+void branch_frame_flags(const struct branch_pred *p, bool *fault_exact, bool *trap_kept)
+{
+    bool self = p->kind != VBTS_KIND_UNKNOWN && p->taken && (!p->target_known || p->target == p->from);
+    *fault_exact = !self;
+    *trap_kept = !(p->kind == VBTS_KIND_FAR && !p->target_known);     /* a task switch loads them */
+    switch (p->mnemonic) {
+    case ZYDIS_MNEMONIC_CMPSB: case ZYDIS_MNEMONIC_CMPSW: case ZYDIS_MNEMONIC_CMPSD: case ZYDIS_MNEMONIC_CMPSQ:
+    case ZYDIS_MNEMONIC_SCASB: case ZYDIS_MNEMONIC_SCASW: case ZYDIS_MNEMONIC_SCASD: case ZYDIS_MNEMONIC_SCASQ:
+        *fault_exact = false;
+        break;
+    case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD: case ZYDIS_MNEMONIC_POPFQ: case ZYDIS_MNEMONIC_IRET:
+    case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ: case ZYDIS_MNEMONIC_CLI: case ZYDIS_MNEMONIC_STI:
+    case ZYDIS_MNEMONIC_STAC: case ZYDIS_MNEMONIC_CLAC: case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSRET:
+    case ZYDIS_MNEMONIC_SYSENTER: case ZYDIS_MNEMONIC_SYSEXIT: case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1:
+    case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO: case ZYDIS_MNEMONIC_RSM: case ZYDIS_MNEMONIC_VMCALL:
+    case ZYDIS_MNEMONIC_VMMCALL:
+        *trap_kept = false;
+        break;
+    default:
+        break;
+    }
+}

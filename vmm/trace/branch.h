@@ -60,6 +60,16 @@ void branch_predict_decoded(const struct cpu_view *v, uint64_t lin, const ZydisD
                             const ZydisDecodedOperand *ops, struct branch_pred *p);
 
 /*
+ * What a frame the CPU pushes while p runs holds of RFLAGS (struct
+ * deliver_before): *fault_exact, one returning to p has them as before p
+ * but RF and TF (not so after a CMPS or SCAS round, or a branch that may
+ * go to p itself); *trap_kept, one returning after it has the system
+ * flags as before (p is no POPF, IRET, CLI, STI, STAC, CLAC, system call,
+ * INT, RSM, hypercall or task switch).
+ */
+void branch_frame_flags(const struct branch_pred *p, bool *fault_exact, bool *trap_kept);
+
+/*
  * True if execution from `start` reaches `end` through at most `max`
  * instructions that are not branches or are conditional branches (which
  * BTS records only when taken): the --verify-flow check.

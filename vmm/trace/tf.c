@@ -502,6 +502,7 @@ static int tf_settle(struct trace_vcpu *t, const struct cpu_view *v, uint64_t ri
     const struct branch_pred *p = &t->pred;
     struct deliver_before b = { .regs = &t->before_regs, .sregs = &t->before_sregs, .guest_frame = t->gd.frame,
                                .next_rip = t->before_regs.rip + p->len };
+    branch_frame_flags(p, &b.fault_flags_exact, &b.trap_flags_kept);
     /*
      * A PUSHF that completed wrote the host's TF where a 32-bit frame's
      * EFLAGS goes, over what may be an old frame's return address: that

@@ -442,6 +442,9 @@ bool deliver_would_fault(const struct gmem *mem, const struct kvm_regs *r, const
     return deliver(mem, &rr, &ss, &d, &h, &vec, why, true, NULL) < 0;
 }
 
+/* IF, IOPL, NT, VM, AC, VIF, VIP, ID: flags only a few instructions change (deliver_before). */
+#define SYSTEM_FLAGS 0x3e7200ull
+
 /* A frame of `slot` bytes per field with RIP, CS and RFLAGS at `at` and up. */
 static bool frame_at(struct ctx *c, uint64_t at, unsigned slot, const struct deliver_before *b)
 {
@@ -456,6 +459,11 @@ static bool frame_at(struct ctx *c, uint64_t at, unsigned slot, const struct del
     uint64_t reserved = slot == 2 ? 0x8028 : 0xffffffffffc08028ull;
     bool ours = (fl & RFLAGS_TF) && (fl & 2) && !(fl & reserved) && (uint16_t)cs == b->sregs->cs.selector &&
                 (rip == b->regs->rip || rip == b->next_rip);
+    uint64_t kept = rip == b->regs->rip && b->fault_flags_exact ? ~(uint64_t)(RFLAGS_RF | RFLAGS_TF)
+                    : rip == b->next_rip && b->trap_flags_kept ? SYSTEM_FLAGS : 0;
+    if (slot == 2)
+        kept &= 0xffff;
+    ours = ours && !((fl ^ b->regs->rflags) & kept);
     if (ours && c->untrap) {
         /* TF is in the image's second byte, whatever the slot's width. */
         uint8_t hi = f[2 * slot + 1] & (uint8_t)~1;

@@ -103,6 +103,17 @@ struct deliver_before {
     uint64_t next_rip;              /* the instruction's end (a trap's return address) */
     uint64_t wrote, wrote_len;      /* linear bytes the instruction itself stored, which are its data */
     uint64_t guest_frame;           /* a frame (its RIP slot) whose TF is the guest's own, or 0 */
+    /*
+     * What a frame the CPU pushed holds in its RFLAGS image, where the
+     * caller knows it (false: anything): one returning to the instruction
+     * (a fault, an event before it), RFLAGS as they were but RF and TF;
+     * one returning after it, their system flags (IF, IOPL, NT, VM, AC,
+     * VIF, VIP, ID).  Old bytes below the stack are told from a frame by
+     * these: a far call's return address over a pushed value has the
+     * shape of a frame.
+     */
+    bool fault_flags_exact;
+    bool trap_flags_kept;
 };
 
 /*

@@ -263,3 +263,32 @@ Test(branch, sysret_loads_its_flags_from_r11)
     p = predict();
     cr_assert_eq(p.target, 0x400123);
 }
+
+/* What a frame pushed during the step holds of RFLAGS (deliver_before). */
+static void frame_flags(const char *bytes, size_t n, bool fault_exact, bool trap_kept)
+{
+    code(bytes, n);
+    struct branch_pred p = predict();
+    bool f, k;
+    branch_frame_flags(&p, &f, &k);
+    cr_assert_eq(f, fault_exact, "%02x: fault_exact", (uint8_t)bytes[0]);
+    cr_assert_eq(k, trap_kept, "%02x: trap_kept", (uint8_t)bytes[0]);
+}
+
+Test(branch, what_a_frame_holds_of_rflags)
+{
+    frame_flags("\x48\x01\xd8", 3, true, true);             /* add rax, rbx */
+    frame_flags("\xeb\x00", 2, true, true);                 /* jmp $+2 */
+    frame_flags("\xeb\xfe", 2, false, true);                /* jmp $: returns to itself after it */
+    frame_flags("\xa6", 1, false, true);                    /* cmpsb: flags of a round */
+    frame_flags("\xfb", 1, true, false);                    /* sti */
+    frame_flags("\x9d", 1, true, false);                    /* popfq */
+    frame_flags("\x0f\x01\xc1", 3, true, false);            /* vmcall */
+    regs.rsp = 0x20000;
+    memcpy(gmem_ptr(&mem, 0x20000, 8), "\x00\x00\x03\x00\x00\x00\x00\x00", 8);
+    frame_flags("\xc3", 1, true, true);                     /* ret to 0x30000 */
+    regs.rax = 0x10000;
+    frame_flags("\xff\xe0", 2, false, true);                /* jmp rax, to itself */
+    regs.rax = 0x10010;
+    frame_flags("\xff\xe0", 2, true, true);
+}

@@ -233,6 +233,36 @@ Test(deliver, untrap_clears_the_monitors_tf_in_a_frame_from_user_mode)
     cr_assert_not(deliver_seen(&mem, &b), "no frame with TF left");
 }
 
+Test(deliver, a_frame_is_told_from_old_bytes_by_its_flags)
+{
+    to_user();
+    regs.rip = 0x10000;
+    regs.rflags = 0x246;                /* IF, ZF, PF */
+    uint64_t f = 0x90000 - 40;
+    vbts_put64(gmem_ptr(&mem, f, 8), 0x10000);
+    vbts_put64(gmem_ptr(&mem, f + 8, 8), 0x23);
+    struct deliver_before b = { .regs = &regs, .sregs = &sregs, .next_rip = 0x10003, .fault_flags_exact = true,
+                                .trap_flags_kept = true };
+    /* Returning to the instruction: RFLAGS as they were, TF and RF aside. */
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x346);
+    cr_assert(deliver_seen(&mem, &b));
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x10346);
+    cr_assert(deliver_seen(&mem, &b), "a fault's image has RF");
+    /* A far call's return address over a pushed value with TF's bit: not a frame. */
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x302);
+    cr_assert_not(deliver_seen(&mem, &b));
+    b.fault_flags_exact = false;
+    cr_assert(deliver_seen(&mem, &b), "where the flags are not known (after a CMPS round), any image");
+    /* Returning after it: its arithmetic flags may have changed, not IF. */
+    vbts_put64(gmem_ptr(&mem, f, 8), 0x10003);
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x303);
+    cr_assert(deliver_seen(&mem, &b));
+    vbts_put64(gmem_ptr(&mem, f + 16, 8), 0x103);
+    cr_assert_not(deliver_seen(&mem, &b), "IF differs");
+    b.trap_flags_kept = false;
+    cr_assert(deliver_seen(&mem, &b), "after a CLI, STI or POPF: any image");
+}
+
 Test(deliver, segment_from_the_gdt)
 {
     struct kvm_segment s;

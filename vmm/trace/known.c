@@ -562,7 +562,8 @@ uint32_t known_safe_accesses(const struct cpu_view *v, uint64_t lin, const Zydis
         struct delivery d;
         /* Mapped and in RAM, as a read shows: an access elsewhere exits to the monitor mid-stretch. */
         if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && access_range(&at, in, ops, i, s, &lo, &n) &&
-            cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) && lo + n > lo && cpu_read_linear(v, lo, bytes, n) == 0 && !stores_remap(&s->st, 0, v, lo, n) &&
+            cpu_canonical(sr, lo) && cpu_canonical(sr, lo + n - 1) && lo + n > lo &&
+            cpu_read_linear(v, lo, bytes, n) == 0 && !stores_remap(&s->st, 0, v, lo, n) &&
             fault_page(v, lo, n, ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE, &d) == FAULT_NONE)
             safe |= 1u << i;
     }
